@@ -1,0 +1,5 @@
+import sys
+
+from tfdist_validate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The checks, one module per layer. Each module exposes CHECKS: a tuple of runner.Check in run order."""

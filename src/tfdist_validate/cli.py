@@ -1,0 +1,133 @@
+"""The command line: `tfdist-validate [run|check|diagnose|bundle|exit-codes|schema] ...`. main() -> int."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import NoReturn
+
+from tfdist_validate import TOOL_NAME, __version__, exitcodes
+from tfdist_validate.errors import UsageError
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.options import CONFIG_ENV, OPTIONS
+
+COMMANDS = ("run", "check", "diagnose", "bundle", "exit-codes", "schema")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage plus an error over two lines and exits; we want one line and exit 2, our way."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message} (see --help)")
+
+
+def _add_validation_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config", metavar="FILE", help=f"YAML file with the same settings (env {CONFIG_ENV})"
+    )
+    for option in OPTIONS:
+        help_text = f"{option.help} (env {option.env}; default {option.default})"
+        if option.switch:
+            parser.add_argument(
+                option.flag, dest=option.name, action="store_const", const="true", help=help_text
+            )
+        else:
+            parser.add_argument(option.flag, dest=option.name, metavar=option.metavar, help=help_text)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=TOOL_NAME,
+        description="Can synchronized multi-GPU TensorFlow training run here? Checks each layer.",
+        epilog="Exit codes: `tfdist-validate exit-codes`. Without a command, `run` is assumed.",
+    )
+    parser.add_argument("--version", action="version", version=f"{TOOL_NAME} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    run = sub.add_parser("run", help="full validation ending with the MirroredStrategy smoke test (default)")
+    _add_validation_options(run)
+    check = sub.add_parser(
+        "check", help="the fast layers only: runtime, driver, TensorFlow's view of the GPUs"
+    )
+    _add_validation_options(check)
+
+    diagnose = sub.add_parser(
+        "diagnose", help="name the known causes in a TensorFlow / CUDA / NCCL / docker log"
+    )
+    diagnose.add_argument("file", nargs="?", default="-", help="log file, or - for stdin (default)")
+    diagnose.add_argument("--json", action="store_true", help="machine-readable output")
+
+    bundle = sub.add_parser("bundle", help="write a reproducible bug report (.tar.gz)")
+    bundle.add_argument("-o", "--output", metavar="FILE", help="where to write the .tar.gz")
+    bundle.add_argument("--with-smoke", action="store_true", help="also run the smoke test")
+    bundle.add_argument("--no-anonymize", action="store_true", help="keep GPU UUIDs and the hostname")
+
+    codes = sub.add_parser("exit-codes", help="print the exit-code table")
+    codes.add_argument("--json", action="store_true", help='a list of {"code", "name", "meaning"}')
+
+    sub.add_parser("schema", help="print the JSON Schema of the report")
+    return parser
+
+
+def _with_default_command(argv: Sequence[str]) -> list[str]:
+    args = list(argv)
+    if not args or (args[0].startswith("-") and args[0] not in ("-h", "--help", "--version")):
+        return ["run", *args]
+    return args
+
+
+def _cmd_validate(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from tfdist_validate import app, settings  # the heavy path; exit-codes and schema stay instant
+
+    given = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
+    if args.config is not None:
+        given["config"] = args.config
+    resolved = settings.resolve(given, env)
+    return app.execute(args.command, resolved, env)
+
+
+def _cmd_exit_codes(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
+    if args.json:
+        print(json.dumps(exitcodes.as_json_list(), indent=2))
+    else:
+        print(exitcodes.as_text_table())
+    return ExitCode.OK
+
+
+def _cmd_schema(_args: argparse.Namespace, _env: Mapping[str, str]) -> int:
+    from tfdist_validate.report.schema import SCHEMA
+
+    print(json.dumps(SCHEMA, indent=2))
+    return ExitCode.OK
+
+
+def _cmd_not_yet(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
+    raise UsageError(f"{args.command}: not implemented yet in this version")
+
+
+_HANDLERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
+    "run": _cmd_validate,
+    "check": _cmd_validate,
+    "diagnose": _cmd_not_yet,
+    "bundle": _cmd_not_yet,
+    "exit-codes": _cmd_exit_codes,
+    "schema": _cmd_schema,
+}
+
+
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    environ = dict(os.environ if env is None else env)
+    try:
+        args = build_parser().parse_args(_with_default_command(sys.argv[1:] if argv is None else argv))
+        return int(_HANDLERS[args.command](args, environ))
+    except UsageError as err:
+        print(f"{TOOL_NAME}: error: {err}", file=sys.stderr)
+        return ExitCode.USAGE
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else ExitCode.USAGE
+    except KeyboardInterrupt:
+        print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
+        return ExitCode.TIMEOUT

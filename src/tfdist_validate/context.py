@@ -1,0 +1,58 @@
+"""What every check receives: the settings, the injected environment and probes, and the shared facts."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from tfdist_validate.probes import Probes
+from tfdist_validate.settings import Settings
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The whole-run watchdog's end, on the monotonic clock."""
+
+    at: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        return max(0.0, self.at - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.at
+
+
+@dataclass
+class Context:
+    settings: Settings
+    command: str  # "run" or "check"
+    env: Mapping[str, str]
+    deadline: Deadline
+    probes: Probes = field(default_factory=Probes)
+    # the report's sections that checks fill in as they learn things: "host", "tensorflow", "smoke", ...
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # where the reference document's lines (visible_gpus=, Epoch ...) go; stderr when the JSON is on stdout
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+
+    @property
+    def root(self) -> Path:
+        return Path(self.settings.root)
+
+    def host_path(self, path: str) -> Path:
+        """A host path such as /proc/version, read under --root."""
+        return self.root / path.lstrip("/")
+
+    def section(self, name: str) -> dict[str, Any]:
+        return self.facts.setdefault(name, {})
+
+    @property
+    def dry_run(self) -> bool:
+        return self.settings.cpu_replicas is not None

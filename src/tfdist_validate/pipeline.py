@@ -1,0 +1,22 @@
+"""Which checks each command runs, in layer order."""
+
+from __future__ import annotations
+
+from tfdist_validate.runner import Check
+
+
+def host_checks() -> list[Check]:
+    """The fast layers: runtime, driver, health, TensorFlow's view of the GPUs, the device count."""
+    return []
+
+
+def smoke_checks() -> list[Check]:
+    """The MirroredStrategy smoke test and our own checks on its result."""
+    return []
+
+
+def build(command: str) -> list[Check]:
+    checks = host_checks()
+    if command == "run":
+        checks += smoke_checks()
+    return checks

@@ -1,0 +1,142 @@
+"""Resolve settings with the contract's precedence: command line > TFDIST_* environment > YAML > defaults.
+
+Every bad value becomes a UsageError whose one line names the source (`config.yaml:3`, `TFDIST_MIN_GPUS`,
+`--min-gpus`), the key, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tfdist_validate.errors import UsageError
+from tfdist_validate.options import BY_ENV, BY_NAME, CONFIG_ENV, OPTIONS, BadValue, Option
+
+
+@dataclass(frozen=True)
+class Settings:
+    min_gpus: int = 2
+    devices: tuple[str, ...] | None = None
+    cpu_replicas: int | None = None
+    epochs: int = 3
+    per_replica_batch: int = 16
+    min_val_accuracy: float = 0.9
+    timeout: float = 600.0
+    json: str | None = None
+    termination_log: str | None = None
+    root: str = "/"
+    min_workers: int = 1
+    allreduce_mib: float = 64.0
+    min_busbw_gbps: float | None = None
+    fail_on_health: bool = False
+    config: str | None = None
+    # where each value came from ("default", "--min-gpus", "TFDIST_MIN_GPUS", "cfg.yaml:3"), for the report
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        values = {o.name: _jsonable(getattr(self, o.name)) for o in OPTIONS}
+        return {"values": values, "sources": dict(self.sources), "config": self.config}
+
+
+def _jsonable(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _reject(source: str, key: str, value: Any, allowed: str) -> UsageError:
+    return UsageError(f"{source}: {key}: {value!r} is not allowed; expected {allowed}")
+
+
+def _unknown(source: str, key: str, known: list[str]) -> UsageError:
+    close = difflib.get_close_matches(key, known, n=1)
+    suggestion = f" (did you mean {close[0]!r}?)" if close else ""
+    return UsageError(f"{source}: unknown setting {key!r}{suggestion}; known: {', '.join(known)}")
+
+
+def _from_text(option: Option, text: str, source: str) -> Any:
+    try:
+        return option.parse_text(text)
+    except BadValue as bad:
+        raise _reject(source, option.name, text, str(bad)) from None
+
+
+def load_config_file(path: str, source: str = "--config") -> dict[str, tuple[Any, str]]:
+    """Read a YAML settings file into {key: (value, "file:line")}; every problem is a located UsageError."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+        raise UsageError(f"{source}: cannot read {path!r}: {reason}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:  # an empty file sets nothing
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            raise UsageError(
+                f"{path}:{node.start_mark.line + 1}: expected a mapping of settings (key: value)"
+            )
+        entries: dict[str, tuple[Any, str]] = {}
+        for key_node, value_node in node.value:
+            where = f"{path}:{key_node.start_mark.line + 1}"
+            key = loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise UsageError(f"{where}: setting names are strings; got {key!r}")
+            if key in entries:
+                raise UsageError(f"{where}: {key!r} is set twice (first at {entries[key][1]})")
+            entries[key] = (loader.construct_object(value_node, deep=True), where)
+        return entries
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = " ".join(filter(None, [err.context, err.problem]))
+        raise UsageError(f"{path}{line}: not valid YAML: {problem}") from None
+    except yaml.YAMLError as err:
+        raise UsageError(f"{path}: not valid YAML: {err}") from None
+    finally:
+        loader.dispose()
+
+
+def resolve(cli: Mapping[str, str], env: Mapping[str, str]) -> Settings:
+    """cli: option name -> raw text given on the command line (absent when not given)."""
+    values: dict[str, Any] = {o.name: o.default for o in OPTIONS}
+    sources: dict[str, str] = {o.name: "default" for o in OPTIONS}
+
+    config_path = cli.get("config") or env.get(CONFIG_ENV) or None
+    if config_path:
+        config_source = "--config" if cli.get("config") else CONFIG_ENV
+        for key, (raw, where) in load_config_file(config_path, config_source).items():
+            option = BY_NAME.get(key)
+            if option is None:
+                raise _unknown(where, key, sorted(BY_NAME))
+            try:
+                values[key] = option.parse_yaml(raw)
+            except BadValue as bad:
+                raise _reject(where, key, raw, str(bad)) from None
+            sources[key] = where
+
+    for name, text in sorted(env.items()):
+        if not name.startswith("TFDIST_") or name == CONFIG_ENV or name in _NOT_SETTINGS:
+            continue
+        option = BY_ENV.get(name)
+        if option is None:
+            raise _unknown(name, name, sorted(BY_ENV))
+        values[option.name] = _from_text(option, text, name)
+        sources[option.name] = name
+
+    for name, text in cli.items():
+        if name == "config":
+            continue
+        option = BY_NAME[name]
+        values[name] = _from_text(option, text, option.flag)
+        sources[name] = option.flag
+
+    return Settings(**values, config=config_path, sources=sources)
+
+
+# TFDIST_* variables that are not settings: the image sets these to describe itself.
+_NOT_SETTINGS = frozenset({"TFDIST_IMAGE_VERSION", "TFDIST_IMAGE_REVISION", "TFDIST_IMAGE_SOURCE"})
