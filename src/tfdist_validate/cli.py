@@ -7,7 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tfdist_validate import TOOL_NAME, __version__, exitcodes
 from tfdist_validate.errors import UsageError
@@ -19,6 +19,11 @@ COMMANDS = ("run", "check", "diagnose", "bundle", "exit-codes", "schema")
 
 class _Parser(argparse.ArgumentParser):
     """argparse prints usage plus an error over two lines and exits; we want one line and exit 2, our way."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No prefix matching: `--min-gpu` is a typo to report, not a silent alias of `--min-gpus`.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message} (see --help)")

@@ -1,0 +1,56 @@
+"""Shared test helpers. Tests run the real CLI in-process through `main(argv, env)` or as a subprocess."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+@dataclass
+class CliRun:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The process environment without any TFDIST_* setting, so a developer's shell cannot leak into tests."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFDIST_")}
+    env["NO_COLOR"] = "1"
+    env.update(extra or {})
+    return env
+
+
+def run_cli(argv: list[str], env: Mapping[str, str] | None = None) -> CliRun:
+    from tfdist_validate.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(argv, clean_env(env))
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture
+def cli() -> Iterator[type[CliRun]]:
+    yield CliRun
+
+
+@pytest.fixture(autouse=True)
+def _no_real_termination_log(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Never write the developer's /dev/termination-log from a test."""
+    from tfdist_validate.report import termination
+
+    monkeypatch.setattr(termination, "default_path", lambda: None)
+
+
+PYTHON = sys.executable
