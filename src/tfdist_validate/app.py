@@ -15,6 +15,8 @@ from types import FrameType
 from typing import Any, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__, pipeline
+from tfdist_validate.cluster import tf_config
+from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.context import Context, Deadline
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
@@ -89,6 +91,7 @@ class Session:
         probes: Probes,
         stdout: TextIO,
         stderr: TextIO,
+        cluster: ClusterConfig | None = None,
     ) -> None:
         self.command = command
         self.settings = settings
@@ -97,7 +100,8 @@ class Session:
         self.started_at = dt.datetime.now(dt.timezone.utc)
         self.t0 = time.monotonic()
         out = stderr if settings.json == "-" else stdout
-        self.ctx = Context(settings, command, env, Deadline.after(settings.timeout), probes, out=out)
+        deadline = Deadline.after(settings.timeout)
+        self.ctx = Context(settings, command, env, deadline, probes, cluster=cluster, out=out)
         self.human = HumanReport(stderr, use_colour(stderr, env))
         self.results: list[CheckResult] = []
         self.current: Check | None = None
@@ -166,7 +170,10 @@ def execute(
     stderr: TextIO | None = None,
 ) -> int:
     _check_report_path(settings)
-    session = Session(command, settings, env, probes or Probes(), stdout or sys.stdout, stderr or sys.stderr)
+    cluster = tf_config.load(env)  # a bad TF_CONFIG is exit 2 before anything runs
+    session = Session(
+        command, settings, env, probes or Probes(), stdout or sys.stdout, stderr or sys.stderr, cluster
+    )
     detail = f"{settings.cpu_replicas} logical CPU replicas" if settings.cpu_replicas else ""
     session.human.header(TOOL_NAME, __version__, command, detail)
 

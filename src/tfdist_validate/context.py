@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.probes import Probes
 from tfdist_validate.settings import Settings
 
@@ -39,6 +40,8 @@ class Context:
     probes: Probes = field(default_factory=Probes)
     # the report's sections that checks fill in as they learn things: "host", "tensorflow", "smoke", ...
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # the multi-worker cluster TF_CONFIG names; None for single-host validation
+    cluster: ClusterConfig | None = None
     # where the reference document's lines (visible_gpus=, Epoch ...) go; stderr when the JSON is on stdout
     out: TextIO = field(default_factory=lambda: sys.stdout)
 

@@ -10,13 +10,20 @@ def host_checks() -> list[Check]:
     return []
 
 
+def cluster_checks() -> list[Check]:
+    """Multi-worker: TF_CONFIG and the worker count. Not applicable (skip) on a single host."""
+    from tfdist_validate.checks import cluster
+
+    return list(cluster.CHECKS)
+
+
 def smoke_checks() -> list[Check]:
     """The MirroredStrategy smoke test and our own checks on its result."""
     return []
 
 
 def build(command: str) -> list[Check]:
-    checks = host_checks()
+    checks = host_checks() + cluster_checks()
     if command == "run":
         checks += smoke_checks()
     return checks
