@@ -10,7 +10,7 @@ import sys
 
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
 
-import tensorflow as tf  # noqa: E402
+import tensorflow as tf
 
 replicas = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 cpu = tf.config.list_physical_devices("CPU")[0]
@@ -36,7 +36,11 @@ train_ds = (
     .batch(global_batch)
     .prefetch(tf.data.AUTOTUNE)
 )
-val_ds = tf.data.Dataset.from_tensor_slices((features[512:], labels[512:])).batch(global_batch).prefetch(tf.data.AUTOTUNE)
+val_ds = (
+    tf.data.Dataset.from_tensor_slices((features[512:], labels[512:]))
+    .batch(global_batch)
+    .prefetch(tf.data.AUTOTUNE)
+)
 
 with strategy.scope():
     model = tf.keras.Sequential(

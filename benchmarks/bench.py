@@ -1,0 +1,148 @@
+"""Time to verdict: `tfdist-validate run --cpu-replicas 2` against the reference smoke test, paired A B A B.
+
+Prints min / median / max wall time and peak RSS for each command, the ratios of the medians, and the machine.
+Peak RSS is the largest sum over the whole process tree (the validator and its TensorFlow child together),
+sampled from /proc every 20 ms, so a command cannot look small by moving its work into a child process.
+
+Usage: python benchmarks/bench.py [--runs N]   (make bench)
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TARGET_TIME_RATIO = 0.8
+TARGET_RSS_RATIO = 1.2
+
+
+@dataclass
+class Sample:
+    wall_s: float
+    peak_rss_mib: float
+    returncode: int
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # the task may have exited meanwhile
+            found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _tree_rss_kib(root: int) -> int:
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            continue
+        stack += _children(pid)
+    return total
+
+
+def measure(argv: list[str], env: dict[str, str]) -> Sample:
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    peak = 0
+    while proc.poll() is None:
+        peak = max(peak, _tree_rss_kib(proc.pid))
+        time.sleep(0.02)
+    wall = time.perf_counter() - started
+    return Sample(wall, peak / 1024, proc.returncode)
+
+
+def describe(samples: list[Sample]) -> str:
+    walls = [s.wall_s for s in samples]
+    rss = [s.peak_rss_mib for s in samples]
+    return (
+        f"wall s min {min(walls):6.2f}  median {statistics.median(walls):6.2f}  max {max(walls):6.2f}   "
+        f"peak RSS MiB min {min(rss):7.1f}  median {statistics.median(rss):7.1f}  max {max(rss):7.1f}"
+    )
+
+
+def machine() -> str:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor() or "unknown CPU",
+    )
+    mem_kib = int(
+        next(
+            line.split()[1]
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
+    )
+    python = f"Python {platform.python_version()}"
+    return f"{cpu}; {os.cpu_count()} CPUs; {mem_kib / 1048576:.1f} GiB; {python}; {platform.platform()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="paired runs (default 5)")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TFDIST_")}
+    env.update(NO_COLOR="1", TFDIST_TERMINATION_LOG="/dev/null")
+    commands = {
+        "tfdist-validate run --cpu-replicas 2": [
+            sys.executable,
+            "-m",
+            "tfdist_validate",
+            "run",
+            "--cpu-replicas",
+            "2",
+        ],
+        "reference smoke test (2 logical CPUs)": [sys.executable, str(HERE / "reference_smoke.py"), "2"],
+    }
+    print(f"machine: {machine()}")
+    print(
+        f"method: {args.runs} paired runs, A B A B, one after the other; peak RSS of the whole process tree"
+    )
+    samples: dict[str, list[Sample]] = {name: [] for name in commands}
+    for i in range(args.runs):
+        for name, argv in commands.items():
+            sample = measure(argv, env)
+            samples[name].append(sample)
+            figures = f"{sample.wall_s:.2f} s, {sample.peak_rss_mib:.0f} MiB, exit {sample.returncode}"
+            print(f"  run {i + 1}: {name}: {figures}")
+    ours, ref = (samples[name] for name in commands)
+    for name in commands:
+        print(f"{name}\n    {describe(samples[name])}")
+    time_ratio = statistics.median(s.wall_s for s in ours) / statistics.median(s.wall_s for s in ref)
+    rss_ratio = statistics.median(s.peak_rss_mib for s in ours) / statistics.median(
+        s.peak_rss_mib for s in ref
+    )
+    print(f"time ratio (median ours / median reference): {time_ratio:.2f}  (target <= {TARGET_TIME_RATIO})")
+    print(f"peak RSS ratio (median ours / median reference): {rss_ratio:.2f}  (target <= {TARGET_RSS_RATIO})")
+    failed_runs = [s for s in ours + ref if s.returncode != 0]
+    if failed_runs:
+        print(
+            f"warning: {len(failed_runs)} run(s) exited non-zero; the figures above are not a healthy verdict"
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
