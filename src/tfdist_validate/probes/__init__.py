@@ -8,8 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tfdist_validate.probes.commands import CommandRunner, run_command
+from tfdist_validate.probes.nvml import NvmlProbe
+from tfdist_validate.probes.nvml import collect as collect_nvml
+from tfdist_validate.probes.tf_facts import TfFactsProbe
+from tfdist_validate.probes.tf_facts import collect as collect_tf_facts
 
 
 @dataclass(frozen=True)
 class Probes:
     run_command: CommandRunner = field(default=run_command)
+    # one NVML session -> DriverSnapshot (pynvml imported lazily, inside the call)
+    nvml: NvmlProbe = field(default=collect_nvml)
+    # TensorFlow's facts from a child process: (env, timeout_s) -> TfFacts
+    tf_facts: TfFactsProbe = field(default=collect_tf_facts)

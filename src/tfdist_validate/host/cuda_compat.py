@@ -1,0 +1,108 @@
+"""Can this driver run this TensorFlow build's CUDA, and does the build carry code for each GPU?
+
+Two rule sets from NVIDIA's documentation, kept as data so a new CUDA major is one line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Minimum driver for CUDA minor-version compatibility, per CUDA major, Linux x86_64 / Windows:
+# CUDA Toolkit Release Notes, table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version
+# Compatibility" (https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html) and
+# https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html
+# (11.x >= 450.80.02 / 452.39, 12.x >= 525.60.13 / 527.41, 13.x >= 580).
+MINIMUM_DRIVER = {
+    11: ((450, 80, 2), (452, 39)),
+    12: ((525, 60, 13), (527, 41)),
+    13: ((580,), (580,)),
+}
+
+
+def version_tuple(text: str | None) -> tuple[int, ...] | None:
+    if not text:
+        return None
+    parts = re.findall(r"\d+", text)
+    return tuple(int(p) for p in parts) if parts else None
+
+
+def _show(version: tuple[int, ...]) -> str:
+    return ".".join(f"{v:02d}" if i == 2 else str(v) for i, v in enumerate(version))
+
+
+@dataclass(frozen=True)
+class Compat:
+    ok: bool
+    minor_compat: bool  # runs only through minor-version compatibility (PTX JIT of newer PTX may fail)
+    reason: str
+
+
+def driver_runs_cuda(
+    driver_version: str | None, driver_cuda: str | None, build_cuda: str, windows: bool = False
+) -> Compat:
+    """driver_cuda: the CUDA version the driver supports (NVML), build_cuda: TensorFlow's cuda_version."""
+    need = version_tuple(build_cuda)
+    have = version_tuple(driver_cuda)
+    if not need or not have:
+        return Compat(True, False, "versions unknown; not compared")
+    need_major, have_major = need[0], have[0]
+    if have[:2] >= need[:2]:
+        return Compat(True, False, f"driver supports CUDA {driver_cuda} >= build's {build_cuda}")
+    if have_major < need_major:
+        minimum = MINIMUM_DRIVER.get(need_major)
+        floor = f" (CUDA {need_major}.x needs driver >= {_show(minimum[int(windows)])})" if minimum else ""
+        return Compat(
+            False, False, f"driver supports only CUDA {driver_cuda}; the build needs {build_cuda}{floor}"
+        )
+    # same major, older minor: minor-version compatibility, if the driver reaches that major's floor
+    minimum = MINIMUM_DRIVER.get(need_major)
+    have_driver = version_tuple(driver_version)
+    if minimum and have_driver is not None and have_driver < minimum[int(windows)]:
+        return Compat(
+            False,
+            False,
+            f"driver {driver_version} (CUDA {driver_cuda}) is below {_show(minimum[int(windows)])},"
+            f" the minimum for CUDA {need_major}.x minor-version compatibility; the build needs {build_cuda}",
+        )
+    return Compat(
+        True,
+        True,
+        f"driver supports CUDA {driver_cuda}, the build uses {build_cuda}: runs through CUDA minor-version"
+        " compatibility (PTX built by the newer toolkit cannot be JIT-compiled by this driver)",
+    )
+
+
+@dataclass(frozen=True)
+class Coverage:
+    status: str  # "native" | "ptx" | "none"
+    via: str | None  # the build's entry that covers it ("sm_80", "compute_90")
+
+
+def _arch(entry: str) -> tuple[str, tuple[int, int]] | None:
+    # "sm_86", "compute_90", "sm_90a" (arch-specific, exact match only), also bare "8.6" from old builds
+    match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry.strip())
+    if match:
+        kind = match.group(1) if not match.group(4) else f"{match.group(1)}_exact"
+        return kind, (int(match.group(2)), int(match.group(3)))
+    match = re.fullmatch(r"(\d+)\.(\d+)", entry.strip())
+    if match:
+        return "sm", (int(match.group(1)), int(match.group(2)))
+    return None
+
+
+def coverage(capability: tuple[int, int], build: list[str]) -> Coverage:
+    """A cubin for X.y runs on X.z with z >= y (same major); PTX for X.y is JIT-compiled on any GPU >= X.y."""
+    parsed = [(entry, _arch(entry)) for entry in build]
+    for entry, arch in parsed:
+        if arch and arch[0] in ("sm", "sm_exact") and arch[1] == capability:
+            return Coverage("native", entry)
+    for entry, arch in parsed:
+        if arch and arch[0] == "sm" and arch[1][0] == capability[0] and arch[1][1] <= capability[1]:
+            return Coverage("native", entry)
+    ptx = [
+        (arch[1], entry) for entry, arch in parsed if arch and arch[0] == "compute" and arch[1] <= capability
+    ]
+    if ptx:
+        return Coverage("ptx", max(ptx)[1])
+    return Coverage("none", None)

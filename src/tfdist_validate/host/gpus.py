@@ -1,0 +1,130 @@
+"""The driver's view of the GPUs, whichever probe produced it (NVML first, nvidia-smi as a fallback).
+
+A value a driver generation does not support is NA ("n/a"), never an exception (STYLE.md: gpustat keeps a lost
+GPU as data). `to_json` gives the report's `host.driver` / `host.gpus` blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+NA = "n/a"
+
+Count = int | str  # a number, or NA
+
+
+@dataclass(frozen=True)
+class ProbeError:
+    """Why a probe could not answer: pynvml's exception class and text, or nvidia-smi's message."""
+
+    kind: str  # library_not_found | driver_not_loaded | no_permission | unknown | version_mismatch | ...
+    message: str
+    source: str  # "nvml" or "nvidia-smi"
+    nvml_class: str | None = None
+    nvml_code: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "message": self.message,
+            "source": self.source,
+            "nvml_class": self.nvml_class,
+            "nvml_code": self.nvml_code,
+        }
+
+
+@dataclass(frozen=True)
+class Process:
+    pid: int
+    used_memory_mib: float | None  # None: not reported (WDDM, MIG without privileges)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    memory_total_mib: float | None = None
+    memory_used_mib: float | None = None
+    compute_capability: str | None = None  # "9.0"
+    mig_mode: str = NA  # "Enabled" | "Disabled" | NA
+    persistence_mode: str = NA
+    compute_mode: str = NA  # "Default" | "Exclusive_Process" | "Prohibited" | NA
+    ecc_mode: str = NA
+    ecc_errors: dict[str, Count] = field(default_factory=dict)  # volatile/aggregate x corrected/uncorrected
+    retired_pages: dict[str, Count] = field(default_factory=dict)  # single_bit, double_bit, pending
+    remapped_rows: dict[str, Count] = field(
+        default_factory=dict
+    )  # correctable, uncorrectable, pending, failure
+    processes: tuple[Process, ...] | None = None  # None: not reported
+    clock_event_reasons: tuple[str, ...] | None = None  # active reasons; None: not reported
+    error: str | None = None  # the GPU answered with an error (e.g. "GPU is lost"): data, not a crash
+
+    @property
+    def cc_tuple(self) -> tuple[int, int] | None:
+        if not self.compute_capability:
+            return None
+        major, _, minor = self.compute_capability.partition(".")
+        try:
+            return int(major), int(minor or 0)
+        except ValueError:
+            return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "name": self.name,
+            "uuid": self.uuid,
+            "memory_total_mib": self.memory_total_mib,
+            "memory_used_mib": self.memory_used_mib,
+            "compute_capability": self.compute_capability,
+            "mig_mode": self.mig_mode,
+            "persistence_mode": self.persistence_mode,
+            "compute_mode": self.compute_mode,
+            "ecc_mode": self.ecc_mode,
+            "ecc_errors": dict(self.ecc_errors),
+            "retired_pages": dict(self.retired_pages),
+            "remapped_rows": dict(self.remapped_rows),
+            "processes": (
+                None
+                if self.processes is None
+                else [{"pid": p.pid, "used_memory_mib": p.used_memory_mib} for p in self.processes]
+            ),
+            "clock_event_reasons": None
+            if self.clock_event_reasons is None
+            else list(self.clock_event_reasons),
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class DriverSnapshot:
+    source: str  # "nvml" | "nvidia-smi"
+    error: ProbeError | None = None
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None  # NVML's encoding: 12020 = CUDA 12.2
+    gpus: tuple[Gpu, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def cuda_version(self) -> str | None:
+        return cuda_version_text(self.cuda_driver_version)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "version": self.driver_version,
+            "cuda_version": self.cuda_version,
+            "error": self.error.to_json() if self.error else None,
+        }
+
+
+def cuda_version_text(encoded: int | None) -> str | None:
+    """NVML encodes CUDA versions as 1000 * major + 10 * minor."""
+    if not encoded:
+        return None
+    return f"{encoded // 1000}.{(encoded % 1000) // 10}"

@@ -1,0 +1,194 @@
+"""The one module that talks to NVML (through pynvml, imported lazily; STYLE.md practice 3).
+
+`collect()` opens one NVML session (nvmlInit ... nvmlShutdown), reads every fact the driver and health layers
+need, and returns a plain `DriverSnapshot`. Nothing here raises for an NVML error: a failed init becomes
+`snapshot.error`, a lost GPU becomes `gpu.error`, and a query an old driver does not know becomes "n/a".
+
+`lib` is the pynvml module; tests pass a stand-in object with the same functions and pynvml's own exception
+classes, built from recorded nvidia-smi outputs, instead of patching pynvml process-wide.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from tfdist_validate.host.gpus import NA, DriverSnapshot, Gpu, ProbeError, Process
+
+# NVML return codes (nvml.h; stable ABI values, also pynvml.NVML_ERROR_*)
+NOT_SUPPORTED = 3
+NO_PERMISSION = 4
+DRIVER_NOT_LOADED = 9
+LIBRARY_NOT_FOUND = 12
+FUNCTION_NOT_FOUND = 13
+GPU_IS_LOST = 15
+LIB_RM_VERSION_MISMATCH = 18
+NO_DATA = 21
+UNKNOWN = 999
+
+ERROR_KINDS = {
+    LIBRARY_NOT_FOUND: "library_not_found",
+    DRIVER_NOT_LOADED: "driver_not_loaded",
+    NO_PERMISSION: "no_permission",
+    UNKNOWN: "unknown",
+    LIB_RM_VERSION_MISMATCH: "version_mismatch",
+    GPU_IS_LOST: "gpu_lost",
+}
+# a query that answers with one of these gets "n/a": the driver or GPU generation does not have it
+_ABSENT = frozenset({NOT_SUPPORTED, FUNCTION_NOT_FOUND, NO_PERMISSION, NO_DATA})
+
+_COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+# nvmlClocksEventReason* bits; idle and application-clock settings are not problems, so they are not named
+CLOCK_EVENT_BITS = {
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+}
+_MIB = 1024 * 1024
+_MEMORY_ERROR = {"corrected": 0, "uncorrected": 1}  # nvmlMemoryErrorType_t
+_COUNTER = {"volatile": 0, "aggregate": 1}  # nvmlEccCounterType_t
+
+NvmlProbe = Callable[[], DriverSnapshot]
+
+
+def collect(lib: Any = None) -> DriverSnapshot:
+    if lib is None:
+        try:
+            import pynvml
+        except ImportError as err:
+            return DriverSnapshot("nvml", ProbeError("binding_missing", f"pynvml: {err}", "nvml"))
+        lib = pynvml
+    try:
+        lib.nvmlInit()
+    except lib.NVMLError as err:
+        return DriverSnapshot("nvml", _error(err))
+    try:
+        driver = _text(lib.nvmlSystemGetDriverVersion())
+        cuda = _query(lib, "nvmlSystemGetCudaDriverVersion", default=None)
+        gpus = tuple(_gpu(lib, i) for i in range(lib.nvmlDeviceGetCount()))
+        return DriverSnapshot("nvml", None, driver, cuda, gpus)
+    except lib.NVMLError as err:
+        return DriverSnapshot("nvml", _error(err))
+    finally:
+        with contextlib.suppress(lib.NVMLError):  # nothing to release if the session already broke
+            lib.nvmlShutdown()
+
+
+def _error(err: Any) -> ProbeError:
+    code = getattr(err, "value", None)
+    return ProbeError(
+        ERROR_KINDS.get(code, "nvml_error") if isinstance(code, int) else "nvml_error",
+        str(err),
+        "nvml",
+        nvml_class=type(err).__name__,
+        nvml_code=code if isinstance(code, int) else None,
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _query(lib: Any, name: str, *args: Any, default: Any = NA) -> Any:
+    """One NVML call; "not supported here" (or a binding too old to have it) is `default`, not an error."""
+    fn = getattr(lib, name, None)
+    if fn is None:
+        return default
+    try:
+        return fn(*args)
+    except lib.NVMLError as err:
+        if getattr(err, "value", None) in _ABSENT:
+            return default
+        raise
+
+
+def _gpu(lib: Any, index: int) -> Gpu:
+    try:
+        handle = lib.nvmlDeviceGetHandleByIndex(index)
+        return _read_gpu(lib, index, handle)
+    except lib.NVMLError as err:
+        # one broken GPU ("GPU is lost", "Unknown Error") is a fact about that GPU, not about the others
+        return Gpu(index=index, error=f"{type(err).__name__}: {err}")
+
+
+def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
+    memory = _query(lib, "nvmlDeviceGetMemoryInfo", handle, default=None)
+    cc = _query(lib, "nvmlDeviceGetCudaComputeCapability", handle, default=None)
+    mig = _query(lib, "nvmlDeviceGetMigMode", handle, default=None)
+    persistence = _query(lib, "nvmlDeviceGetPersistenceMode", handle, default=None)
+    ecc = _query(lib, "nvmlDeviceGetEccMode", handle, default=None)
+    mode = _query(lib, "nvmlDeviceGetComputeMode", handle, default=None)
+    return Gpu(
+        index=index,
+        name=_text(lib.nvmlDeviceGetName(handle)),
+        uuid=_text(_query(lib, "nvmlDeviceGetUUID", handle)),
+        memory_total_mib=None if memory is None else round(memory.total / _MIB, 1),
+        memory_used_mib=None if memory is None else round(memory.used / _MIB, 1),
+        compute_capability=None if cc is None else f"{cc[0]}.{cc[1]}",
+        mig_mode=NA if mig is None else _enabled(mig[0]),
+        persistence_mode=NA if persistence is None else _enabled(persistence),
+        compute_mode=NA if mode is None else _COMPUTE_MODES.get(mode, f"mode {mode}"),
+        ecc_mode=NA if ecc is None else _enabled(ecc[0]),
+        ecc_errors={
+            f"{counter}_{kind}": _query(lib, "nvmlDeviceGetTotalEccErrors", handle, error_type, counter_type)
+            for counter, counter_type in _COUNTER.items()
+            for kind, error_type in _MEMORY_ERROR.items()
+        },
+        retired_pages=_retired_pages(lib, handle),
+        remapped_rows=_remapped_rows(lib, handle),
+        processes=_processes(lib, handle),
+        clock_event_reasons=_clock_events(lib, handle),
+    )
+
+
+def _enabled(value: int) -> str:
+    return "Enabled" if value else "Disabled"
+
+
+def _retired_pages(lib: Any, handle: Any) -> dict[str, Any]:
+    single = _query(lib, "nvmlDeviceGetRetiredPages", handle, 0, default=None)
+    double = _query(lib, "nvmlDeviceGetRetiredPages", handle, 1, default=None)
+    pending = _query(lib, "nvmlDeviceGetRetiredPagesPendingStatus", handle, default=None)
+    return {
+        "single_bit": NA if single is None else len(single),
+        "double_bit": NA if double is None else len(double),
+        "pending": NA if pending is None else ("Yes" if pending else "No"),
+    }
+
+
+def _remapped_rows(lib: Any, handle: Any) -> dict[str, Any]:
+    rows = _query(lib, "nvmlDeviceGetRemappedRows", handle, default=None)
+    if rows is None:
+        return dict.fromkeys(("correctable", "uncorrectable", "pending", "failure"), NA)
+    correctable, uncorrectable, pending, failure = rows
+    return {
+        "correctable": correctable,
+        "uncorrectable": uncorrectable,
+        "pending": "Yes" if pending else "No",
+        "failure": "Yes" if failure else "No",
+    }
+
+
+def _processes(lib: Any, handle: Any) -> tuple[Process, ...] | None:
+    found = _query(lib, "nvmlDeviceGetComputeRunningProcesses", handle, default=None)
+    if found is None:
+        return None
+    result = []
+    for proc in found:
+        used = getattr(proc, "usedGpuMemory", None)  # None where NVML reports "not available" (WDDM)
+        result.append(Process(int(proc.pid), None if used is None else round(used / _MIB, 1)))
+    return tuple(result)
+
+
+def _clock_events(lib: Any, handle: Any) -> tuple[str, ...] | None:
+    # "throttle reasons" became "clocks event reasons" in NVML 12.2; older drivers know only the old name
+    mask = _query(lib, "nvmlDeviceGetCurrentClocksEventReasons", handle, default=None)
+    if mask is None:
+        mask = _query(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", handle, default=None)
+    if mask is None:
+        return None
+    return tuple(name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit)

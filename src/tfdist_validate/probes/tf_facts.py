@@ -1,0 +1,169 @@
+"""TensorFlow's own view, read in a child process with a deadline: importing TensorFlow or enumerating GPUs
+can hang on a broken driver, and the validator must not hang with it.
+
+    python -m tfdist_validate.probes.tf_facts   # prints one line: MARKER + a JSON object
+
+The parent (`collect`) keeps the child's stderr, because TensorFlow names a missing CUDA library only in its
+log ("Could not load dynamic library 'libcudart.so.12'").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MARKER = "TFDIST_TF_FACTS "
+_LOG_TAIL = 6000
+
+# TensorFlow's log lines that name a CUDA library it could not load (TF 2.x wording, old and new)
+_MISSING = (
+    re.compile(r"Could not load dynamic library '([^']+)'"),
+    re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file"),
+)
+
+
+@dataclass(frozen=True)
+class TfFacts:
+    imported: bool
+    version: str | None = None
+    build_info: Mapping[str, Any] = field(default_factory=dict)
+    built_with_cuda: bool | None = None
+    gpus: tuple[str, ...] = ()  # PhysicalDevice names: "/physical_device:GPU:0"
+    gpu_details: tuple[Mapping[str, Any], ...] = ()
+    import_error: str | None = None  # "ModuleNotFoundError: No module named 'tensorflow'"
+    probe_error: str | None = None  # the child timed out, crashed, or printed no facts
+    log: str = ""  # the tail of the child's stderr
+
+    @property
+    def cuda_version(self) -> str | None:
+        value = self.build_info.get("cuda_version")
+        return str(value) if value else None
+
+    @property
+    def capabilities(self) -> list[str]:
+        return [str(c) for c in self.build_info.get("cuda_compute_capabilities") or []]
+
+    def missing_libraries(self) -> list[str]:
+        found: list[str] = []
+        for pattern in _MISSING:
+            found += [m for m in pattern.findall(self.log) if m not in found]
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "imported": self.imported,
+            "version": self.version,
+            "build_info": dict(self.build_info),
+            "built_with_cuda": self.built_with_cuda,
+            "gpus": list(self.gpus),
+            "gpu_details": [dict(d) for d in self.gpu_details],
+            "import_error": self.import_error,
+            "probe_error": self.probe_error,
+            "missing_libraries": self.missing_libraries(),
+        }
+
+
+TfFactsProbe = Callable[[Mapping[str, str], float], TfFacts]
+
+
+def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
+    return TfFacts(
+        imported=bool(data.get("imported")),
+        version=data.get("version"),
+        build_info=dict(data.get("build_info") or {}),
+        built_with_cuda=data.get("built_with_cuda"),
+        gpus=tuple(data.get("gpus") or ()),
+        gpu_details=tuple(data.get("gpu_details") or ()),
+        import_error=data.get("import_error"),
+        probe_error=data.get("probe_error"),
+        log=log,
+    )
+
+
+def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
+    """Run the child under `env` (CUDA_VISIBLE_DEVICES and friends matter) and parse its one line."""
+    argv = [sys.executable, "-m", "tfdist_validate.probes.tf_facts"]
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            env=dict(env),
+            text=True,
+            errors="replace",
+            start_new_session=True,  # a hung import and whatever it spawned are killed as one group
+        )
+    except OSError as err:
+        return TfFacts(False, probe_error=f"could not start {argv[0]}: {err.strerror or err}")
+    try:
+        out, err_text = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err_text = proc.communicate()
+        return TfFacts(
+            False,
+            probe_error=f"importing TensorFlow and listing its GPUs did not finish within {timeout_s:.0f} s",
+            log=err_text[-_LOG_TAIL:],
+        )
+    for line in reversed(out.splitlines()):
+        if line.startswith(MARKER):
+            return from_json(json.loads(line[len(MARKER) :]), err_text[-_LOG_TAIL:])
+    return TfFacts(
+        False,
+        probe_error=f"the TensorFlow probe exited with {proc.returncode} without reporting",
+        log=err_text[-_LOG_TAIL:],
+    )
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _facts() -> dict[str, Any]:
+    try:
+        import tensorflow as tf
+    except BaseException as err:  # a broken install raises anything from ImportError to OSError
+        return {
+            "imported": False,
+            "import_error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc(limit=5),
+        }
+    facts: dict[str, Any] = {"imported": True, "version": tf.__version__}
+    facts["build_info"] = _jsonable(dict(tf.sysconfig.get_build_info()))
+    facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
+    gpus = tf.config.list_physical_devices("GPU")
+    facts["gpus"] = [g.name for g in gpus]
+    details = []
+    for gpu in gpus:
+        try:
+            details.append(_jsonable(tf.config.experimental.get_device_details(gpu)))
+        except Exception as err:  # details are a bonus; the list of GPUs is the fact
+            details.append({"error": str(err)})
+    facts["gpu_details"] = details
+    return facts
+
+
+def main() -> int:
+    print(MARKER + json.dumps(_facts()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
