@@ -1,0 +1,203 @@
+"""The smoke-test child: the reference MirroredStrategy training, then our own checks on its result.
+
+Run by the parent as `python -m tfdist_validate.smoke.child SPEC_JSON`, in its own process group.
+- stdout carries only the reference document's lines (`replicas=`, `global_batch=`, Keras' epoch lines,
+  `final_val_binary_accuracy=`); the parent relays them live.
+- stderr is TensorFlow's log; the parent keeps it in a file for the report and for `diagnose`.
+- Results go to a separate file, one JSON object per stage (spec.STAGES order), so nothing parses stdout.
+
+The training part follows ../shared/seeds/000_c0d78176e4a2ffdd.txt step 3 statement for statement, in the
+same order: the epoch metrics must equal the reference table digit for digit on 2 replicas. Everything of
+ours that could touch the random stream (the all-reduce checks, the bandwidth timing) runs after `fit`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+import sys
+import time
+import traceback
+from typing import Any
+
+from tfdist_validate.smoke import child_checks
+from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
+
+
+class Results:
+    """Appends one JSON line per stage; each write is complete on disk before the next stage starts, so a
+    child killed at the deadline still leaves every finished stage readable."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.stage = "import"  # the stage in progress, named in an unexpected error
+
+    def write(self, stage: str, **fields: Any) -> None:
+        line = json.dumps(finite_json({"stage": stage, **fields}), allow_nan=False)
+        with open(self.path, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+
+
+def _error_text(error: BaseException) -> str:
+    # TensorFlow's own message, as the contract asks for 40 / 41; its first line names the op and device.
+    return f"{type(error).__name__}: {error}".strip()
+
+
+def _setup_devices(tf: Any, spec: ChildSpec) -> None:
+    if spec.cpu_replicas is None:
+        return
+    # A dry run must not touch the GPUs: they may be what is broken, and it must not hold their memory.
+    tf.config.set_visible_devices([], "GPU")
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(spec.cpu_replicas)]
+    )
+
+
+def _reference_datasets(tf: Any, global_batch: int) -> tuple[Any, Any]:
+    features = tf.random.stateless_normal((TRAIN_EXAMPLES + VAL_EXAMPLES, 8), seed=(7, 11))
+    score = features[:, 0] * 0.9 + features[:, 1] * 0.5 - features[:, 2] * 0.4 + features[:, 3] * 0.2
+    labels = tf.cast(score > 0, tf.float32)[:, None]
+    train_ds = (
+        tf.data.Dataset.from_tensor_slices((features[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES]))
+        .shuffle(TRAIN_EXAMPLES, seed=SEED, reshuffle_each_iteration=True)
+        .batch(global_batch)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    val_ds = (
+        tf.data.Dataset.from_tensor_slices((features[TRAIN_EXAMPLES:], labels[TRAIN_EXAMPLES:]))
+        .batch(global_batch)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    return train_ds, val_ds
+
+
+def _reference_model(tf: Any) -> Any:
+    """Called inside strategy.scope(): model, optimizer and metrics must all be created there."""
+    model = tf.keras.Sequential(
+        [
+            tf.keras.layers.Input(shape=(8,)),
+            tf.keras.layers.Dense(32, activation="relu"),
+            tf.keras.layers.Dense(16, activation="relu"),
+            tf.keras.layers.Dense(1, activation="sigmoid"),
+        ]
+    )
+    model.compile(
+        optimizer=tf.keras.optimizers.Adam(learning_rate=0.01),
+        loss=tf.keras.losses.BinaryCrossentropy(),
+        metrics=[tf.keras.metrics.BinaryAccuracy(name="binary_accuracy")],
+    )
+    return model
+
+
+def _epoch_rows(history: dict[str, list[float]]) -> list[dict[str, Any]]:
+    epochs = max((len(v) for v in history.values()), default=0)
+    return [
+        {"epoch": i + 1, **{name: float(values[i]) for name, values in sorted(history.items())}}
+        for i in range(epochs)
+    ]
+
+
+def _step_time_s(train_s: list[float], steps: int) -> float | None:
+    # The first epoch includes tracing and graph building; later epochs are the steady state.
+    steady = train_s[1:] or train_s
+    if not steady or steps <= 0:
+        return None
+    return statistics.median(steady) / steps
+
+
+def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
+    results.stage = "strategy"
+    requested = spec.strategy_devices()
+    try:
+        _setup_devices(tf, spec)
+        tf.keras.utils.set_random_seed(SEED)
+        if requested is None:
+            strategy = tf.distribute.MirroredStrategy()
+        else:
+            strategy = tf.distribute.MirroredStrategy(devices=requested)
+        global_batch = spec.per_replica_batch * strategy.num_replicas_in_sync
+        train_ds, val_ds = _reference_datasets(tf, global_batch)
+        with strategy.scope():
+            model = _reference_model(tf)
+    except Exception as error:
+        results.write("strategy", ok=False, requested_devices=requested, error=_error_text(error))
+        return
+    results.write(
+        "strategy",
+        ok=True,
+        strategy=type(strategy).__name__,
+        replicas=int(strategy.num_replicas_in_sync),
+        devices=[str(d) for d in strategy.extended.worker_devices],
+        requested_devices=requested,
+        global_batch=global_batch,
+        per_replica_batch=spec.per_replica_batch,
+        model_strategy_ok=model.distribute_strategy is strategy,
+        cross_device_ops=child_checks.describe_cross_device_ops(strategy),
+        tensorflow_version=tf.__version__,
+    )
+    print(f"replicas={strategy.num_replicas_in_sync}", flush=True)
+    print(f"global_batch={global_batch}", flush=True)
+
+    results.stage = "fit"
+    timer = child_checks.epoch_timer(tf)
+    steps = math.ceil(TRAIN_EXAMPLES / global_batch)
+    try:
+        history = model.fit(
+            train_ds, validation_data=val_ds, epochs=spec.epochs, shuffle=False, verbose=2, callbacks=[timer]
+        )
+    except Exception as error:
+        oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
+        results.write("fit", ok=False, error=_error_text(error), oom=oom)
+        # every stage writes a result, in order, so the parent can always tell where a child stopped
+        results.write("sync", ran=False, ok=False, reason="model.fit failed: no trained variables to compare")
+    else:
+        final = float(history.history["val_binary_accuracy"][-1])
+        print(f"final_val_binary_accuracy={final:.4f}", flush=True)
+        results.write(
+            "fit",
+            ok=True,
+            epochs=_epoch_rows(history.history),
+            final_val_binary_accuracy=final,
+            steps_per_epoch=steps,
+            epoch_train_s=timer.train_s,
+            step_time_s=_step_time_s(timer.train_s, steps),
+        )
+        results.stage = "sync"
+        variables = [*model.variables, *model.optimizer.variables]
+        results.write("sync", **child_checks.replicas_in_sync(tf, strategy, variables))
+
+    results.stage = "allreduce"
+    results.write("allreduce", **child_checks.allreduce_exact(tf, strategy))
+    results.stage = "bandwidth"
+    results.write("bandwidth", **child_checks.allreduce_bandwidth(tf, strategy, spec.allreduce_mib, deadline))
+
+
+def main(argv: list[str]) -> int:
+    started = time.monotonic()
+    spec = ChildSpec.from_json(argv[1])
+    results = Results(spec.results_path)
+    try:
+        import tensorflow as tf
+    except Exception as error:
+        results.write("error", during="import", error=_error_text(error), traceback=traceback.format_exc())
+        return 3
+    try:
+        run(tf, spec, results, deadline=started + spec.budget_s)
+    except Exception as error:  # a bug of ours between stages: say where, the parent reports it
+        results.write(
+            "error", during=results.stage, error=_error_text(error), traceback=traceback.format_exc()
+        )
+        return 4
+    results.write("done")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Everything is proven and written. Skip interpreter and TensorFlow teardown: a hang or crash there
+    # (thread pools, collective executors) would turn a proven run into a timeout.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

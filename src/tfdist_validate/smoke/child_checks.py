@@ -1,0 +1,246 @@
+"""Our own checks, run in the smoke-test child after `fit`: replicas in sync, an exact all-reduce, bandwidth.
+
+The comparisons themselves are plain numpy (`compare_components`, `compare_exact`) so tests can drive them
+with hand-made arrays; the TensorFlow side only gathers what each replica holds.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any
+
+import numpy as np
+
+# Exactly representable float32 values (quarters below 2**18): every partial sum over up to 64 replicas is
+# exact too, so the cross-replica sum must match bit for bit whatever order the implementation adds in.
+EXACT_ELEMENTS = 1 << 16
+MAX_LISTED = 20  # mismatches named in the report; the count is always complete
+
+_CROSS_DEVICE_NAMES = {
+    "NcclAllReduce": "NCCL all-reduce",
+    "HierarchicalCopyAllReduce": "hierarchical copy",
+    "ReductionToOneDevice": "reduce to one device",
+    "CollectiveAllReduce": "collective all-reduce",
+}
+
+
+def describe_cross_device_ops(strategy: Any) -> dict[str, Any]:
+    """Which implementation MirroredStrategy really uses for float all-reduces.
+
+    TensorFlow has no public accessor; these private attributes are read defensively. Since TF 2.x,
+    MirroredStrategy defaults to CollectiveAllReduce with the NCCL implementation on physical GPUs and RING
+    on CPUs or virtual GPUs (tensorflow/python/distribute/mirrored_strategy.py,
+    `_make_collective_ops_with_fallbacks`); int32 values always go through ReductionToOneDevice.
+    """
+    ops = getattr(strategy.extended, "_cross_device_ops", None)
+    cls = type(ops).__name__ if ops is not None else None
+    options = getattr(ops, "_options", None)
+    implementation = getattr(getattr(options, "implementation", None), "name", None)
+    reduce_to = getattr(ops, "reduce_to_device", None)
+    name = _CROSS_DEVICE_NAMES.get(cls or "", cls or "unknown")
+    if implementation:
+        name = f"{name} ({implementation})"
+    return {
+        "class": cls,
+        "implementation": implementation,
+        "name": name,
+        "reduce_to_device": str(reduce_to) if reduce_to is not None else None,
+    }
+
+
+def epoch_timer(tf: Any) -> Any:
+    """A Keras callback that times the training part of each epoch (until validation starts).
+
+    Epoch-level hooks only: no per-batch callback, so fit runs exactly as in the reference.
+    """
+
+    class EpochTimer(tf.keras.callbacks.Callback):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.train_s: list[float] = []
+            self._begin = 0.0
+            self._train_end: float | None = None
+
+        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+            self._begin = time.perf_counter()
+            self._train_end = None
+
+        def on_test_begin(self, logs: Any = None) -> None:
+            if self._train_end is None:
+                self._train_end = time.perf_counter()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            end = self._train_end if self._train_end is not None else time.perf_counter()
+            self.train_s.append(end - self._begin)
+
+    return EpochTimer()
+
+
+def compare_components(parts: list[np.ndarray]) -> float | None:
+    """None when every replica's copy is bit-identical to the first; else the largest difference."""
+    first = parts[0]
+    if all(
+        p.shape == first.shape and p.dtype == first.dtype and p.tobytes() == first.tobytes() for p in parts
+    ):
+        return None
+    if any(p.shape != first.shape for p in parts):
+        return float("inf")
+    return max(
+        float(np.max(np.abs(p.astype(np.float64) - first.astype(np.float64)), initial=0.0)) for p in parts
+    )
+
+
+def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> dict[str, Any]:
+    """Every mirrored variable (weights, optimizer state) must hold the same bits on every replica.
+
+    Sync-on-read variables (metric totals and counts) differ per replica by design and are skipped.
+    """
+    replicas = int(strategy.num_replicas_in_sync)
+    seen: set[int] = set()
+    checked = skipped_on_read = 0
+    mismatched: list[dict[str, Any]] = []
+    not_mirrored: list[str] = []
+    for variable in variables:
+        # A Keras 3 variable wraps the TensorFlow one (a MirroredVariable under MirroredStrategy).
+        inner = variable if isinstance(variable, tf.Variable) else getattr(variable, "value", variable)
+        if id(inner) in seen:
+            continue
+        seen.add(id(inner))
+        name = str(getattr(variable, "path", None) or getattr(inner, "name", "?"))
+        if not isinstance(inner, tf.distribute.DistributedValues):
+            not_mirrored.append(name)  # created outside strategy.scope(): not distributed at all
+            continue
+        if inner.synchronization == tf.VariableSynchronization.ON_READ:
+            skipped_on_read += 1
+            continue
+        parts = [np.asarray(p.numpy()) for p in strategy.experimental_local_results(inner)]
+        checked += 1
+        difference = compare_components(parts) if len(parts) == replicas else float("inf")
+        if difference is not None:
+            mismatched.append({"variable": name, "copies": len(parts), "max_abs_diff": difference})
+    return {
+        "ran": True,
+        "ok": checked > 0 and not mismatched and not not_mirrored,
+        "replicas": replicas,
+        "variables_checked": checked,
+        "sync_on_read_skipped": skipped_on_read,
+        "mismatched_count": len(mismatched),
+        "mismatched": mismatched[:MAX_LISTED],
+        "not_mirrored": not_mirrored[:MAX_LISTED],
+    }
+
+
+def exact_pattern() -> np.ndarray:
+    return (np.arange(EXACT_ELEMENTS) % 97 + 0.25).astype(np.float32)
+
+
+def compare_exact(got: list[np.ndarray], expected: np.ndarray) -> list[dict[str, Any]]:
+    """The replicas whose all-reduce result differs from `expected` in any bit, with where it first does."""
+    wrong: list[dict[str, Any]] = []
+    for replica, values in enumerate(got):
+        if values.dtype == expected.dtype and values.shape == expected.shape:
+            if values.tobytes() == expected.tobytes():
+                continue
+            first = int(np.flatnonzero(values != expected)[0]) if np.any(values != expected) else 0
+            wrong.append(
+                {
+                    "replica": replica,
+                    "index": first,
+                    "got": float(values[first]),
+                    "want": float(expected[first]),
+                }
+            )
+        else:
+            wrong.append({"replica": replica, "index": None, "got": None, "want": None})
+    return wrong
+
+
+def allreduce_exact(tf: Any, strategy: Any) -> dict[str, Any]:
+    """Replica i contributes (i + 1) * pattern; every replica must receive n(n+1)/2 * pattern exactly."""
+    replicas = int(strategy.num_replicas_in_sync)
+    pattern = exact_pattern()
+    base = tf.constant(pattern)
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def step() -> Any:
+        def contribute() -> Any:
+            context = tf.distribute.get_replica_context()
+            mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32) * base
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, mine)
+
+        return strategy.run(contribute)
+
+    try:
+        got = [np.asarray(t.numpy()) for t in strategy.experimental_local_results(step())]
+    except Exception as error:
+        return {"ran": True, "ok": False, "replicas": replicas, "error": f"{type(error).__name__}: {error}"}
+    expected = pattern * np.float32(replicas * (replicas + 1) // 2)
+    wrong = compare_exact(got, expected)
+    return {
+        "ran": True,
+        "ok": not wrong and len(got) == replicas,
+        "replicas": replicas,
+        "results": len(got),
+        "elements": EXACT_ELEMENTS,
+        "dtype": "float32",
+        # the first element on every replica: the real values, so a reader can see the sum that came back
+        "first_values": [float(g.reshape(-1)[0]) for g in got],
+        "expected_first": float(expected[0]),
+        "wrong": wrong[:MAX_LISTED],
+    }
+
+
+def _wait_for(strategy: Any, outputs: Any) -> None:
+    # Reading one element from every replica waits until the collective has finished on every device.
+    for tensor in strategy.experimental_local_results(outputs):
+        tensor[:1].numpy()
+
+
+def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> dict[str, Any]:
+    """Time a SUM all-reduce of `mib` MiB of float32 per replica; nccl-tests' algbw and busbw."""
+    replicas = int(strategy.num_replicas_in_sync)
+    elements = max(1, int(mib * 2**20) // 4)
+    size_bytes = elements * 4
+    report: dict[str, Any] = {"ran": True, "replicas": replicas, "size_bytes": size_bytes}
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def fill() -> Any:
+        def make() -> Any:
+            context = tf.distribute.get_replica_context()
+            return tf.fill([elements], tf.cast(context.replica_id_in_sync_group, tf.float32))
+
+        return strategy.run(make)
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def reduce(buffers: Any) -> Any:
+        def sum_across(value: Any) -> Any:
+            return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+        return strategy.run(sum_across, args=(buffers,))
+
+    try:
+        buffers = fill()
+        _wait_for(strategy, reduce(buffers))  # warm-up: tracing and collective setup are not bandwidth
+        times: list[float] = []
+        while len(times) < 20:
+            began = time.perf_counter()
+            _wait_for(strategy, reduce(buffers))
+            times.append(time.perf_counter() - began)
+            # enough samples, or no time left before the parent's deadline for another round
+            spent = sum(times)
+            if (len(times) >= 5 and spent > 2.0) or time.monotonic() + 2 * times[-1] > deadline:
+                break
+    except Exception as error:
+        return {**report, "ok": False, "error": f"{type(error).__name__}: {error}"}
+    seconds = statistics.median(times)
+    algbw = size_bytes / seconds / 1e9
+    return {
+        **report,
+        "ok": True,
+        "iterations": len(times),
+        "time_s": seconds,
+        "algbw_gbps": algbw,
+        # nccl-tests, doc/PERFORMANCE.md: all-reduce bus bandwidth = algbw * 2(n-1)/n
+        "busbw_gbps": algbw * 2 * (replicas - 1) / replicas,
+    }

@@ -1,0 +1,184 @@
+"""Start the smoke-test child in its own process group, relay its stdout live, and kill the whole group.
+
+Every wait has a deadline. The group is killed with SIGKILL before the child is reaped: while the leader is
+an unreaped zombie its process id (and so the group id) cannot be reused, so the kill can never hit a
+stranger. A process stuck in an uninterruptible driver call survives SIGKILL until the call returns; such
+survivors are reported (`leftover_pids`), because they may still hold GPU memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import subprocess
+import time
+from collections import deque
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import BinaryIO, TextIO
+
+OUTPUT_KEPT = 200  # stdout lines kept for the report; the terminal got all of them
+REAP_S = 3.0  # after SIGKILL: how long to wait for the group to disappear (well inside the watchdog's grace)
+_TERMINATING = (signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGTERM / SIGINT while cleaning up, so a second Ctrl-C cannot cut the kill-and-record short.
+
+    A signal that arrives meanwhile stays pending and is delivered (as `Terminated`, in app.py) on exit.
+    """
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _TERMINATING)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:
+    """Live (non-zombie) processes in a process group, from /proc/<pid>/stat."""
+    members = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # it exited while we looked
+            continue
+        # the command name may contain spaces and parentheses: the fields start after the last ')'
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
+            members.append(int(entry.name))
+    return members
+
+
+class _LineRelay:
+    """Forwards complete lines to `out` as they arrive and keeps the last ones for the report."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.kept: deque[str] = deque(maxlen=OUTPUT_KEPT)
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        *lines, self._partial = (self._partial + chunk).split(b"\n")
+        for line in lines:
+            self._emit(line)
+
+    def close(self) -> None:
+        if self._partial:
+            self._emit(self._partial)
+            self._partial = b""
+
+    def _emit(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        self.kept.append(line)
+        with contextlib.suppress(OSError, ValueError):  # a closed terminal must not stop the cleanup
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
+class ChildProcess:
+    """One supervised child. Use as: start(); relay_until(deadline); and always stop() in a finally."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path, out: TextIO) -> None:
+        self.argv = list(argv)
+        self.env = dict(env)
+        self.log_path = log_path
+        self.relay = _LineRelay(out)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log: BinaryIO | None = None
+        self.started_at = 0.0
+        self.duration_s = 0.0
+        self.timed_out = False
+        self.returncode: int | None = None  # negative: killed by that signal (subprocess's convention)
+        self.leftover_pids: list[int] = []
+        self.stopped = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def start(self) -> None:
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        self.started_at = time.monotonic()
+        self.proc = subprocess.Popen(
+            self.argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            env=self.env,
+            start_new_session=True,  # its own group: one killpg reaches whatever TensorFlow spawned
+        )
+
+    def relay_until(self, deadline: float) -> None:
+        """Relay stdout until the child exits or the deadline (time.monotonic()) passes."""
+        assert self.proc is not None and self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.timed_out = True
+                return
+            ready, _, _ = select.select([fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:  # EOF: the child closed stdout, normally by exiting
+                    break
+                self.relay.feed(chunk)
+        self.timed_out = not self._exited_by(deadline)
+
+    def _exited_by(self, deadline: float) -> bool:
+        """Wait for the child to exit WITHOUT reaping it (WNOWAIT), so its group id stays reserved."""
+        assert self.proc is not None
+        while True:
+            with contextlib.suppress(ChildProcessError):
+                if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        """Kill the whole group, reap the child, check nothing of ours is left. Idempotent; bounded."""
+        if self.stopped:
+            return
+        self.stopped = True
+        proc = self.proc
+        try:
+            if proc is None:
+                return
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=REAP_S)
+            self.returncode = proc.returncode
+            self.leftover_pids = self._wait_group_gone(proc.pid, time.monotonic() + REAP_S)
+            if proc.stdout is not None:
+                self._drain(proc.stdout.fileno())
+                proc.stdout.close()
+            self.relay.close()
+            self.duration_s = time.monotonic() - self.started_at
+        finally:
+            if self._log is not None:
+                self._log.close()
+
+    def _drain(self, fd: int) -> None:
+        """Whatever the child wrote just before it died is part of "what it printed so far"."""
+        for _ in range(64):  # bounded: a survivor that keeps writing must not keep us here
+            if not select.select([fd], [], [], 0)[0]:
+                return
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return
+            self.relay.feed(chunk)
+
+    @staticmethod
+    def _wait_group_gone(pgid: int, deadline: float) -> list[int]:
+        while True:
+            left = group_members(pgid)
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.05)

@@ -1,0 +1,156 @@
+"""Run the smoke-test child once under the deadline and turn what it left into the report's `smoke` block."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tfdist_validate
+from tfdist_validate.context import Context
+from tfdist_validate.smoke import results as child_results
+from tfdist_validate.smoke.process import ChildProcess, signals_deferred
+from tfdist_validate.smoke.spec import ChildSpec
+
+LOG_TAIL_LINES = 40
+OUTPUT_TAIL_LINES = 40
+_LINE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class SmokeRun:
+    results: child_results.ChildResults
+    timed_out: bool
+    returncode: int | None
+    log_path: Path
+    log_tail: list[str]
+    output_tail: list[str]
+    leftover_pids: list[int]
+
+    def evidence(self) -> dict[str, Any]:
+        """What a failing check shows: what the child printed so far and the end of its TensorFlow log."""
+        return {
+            "output_tail": self.output_tail,
+            "log_path": str(self.log_path),
+            "log_tail": self.log_tail,
+            "child_exit": describe_exit(self.returncode),
+            "leftover_pids": self.leftover_pids,
+        }
+
+
+def describe_exit(returncode: int | None) -> str:
+    if returncode is None:
+        return "still running after SIGKILL (stuck in the kernel or driver)"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def tail_lines(path: Path, count: int) -> list[str]:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 64 * 1024))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").splitlines()[-count:]
+    return [line[:_LINE_CHARS] for line in lines]
+
+
+def _child_env(ctx: Context) -> dict[str, str]:
+    env = dict(ctx.env)
+    env["PYTHONUNBUFFERED"] = "1"  # Keras' epoch lines must reach the parent as they are printed
+    # The child imports this package; make that work from a source tree that was not pip-installed too.
+    package_root = str(Path(tfdist_validate.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
+    return env
+
+
+def run_smoke(ctx: Context) -> SmokeRun:
+    # Kept after the run: the log is evidence, for the report and for `tfdist-validate diagnose`.
+    workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
+    log_path = workdir / "child.log"
+    results_path = workdir / "results.jsonl"
+    settings = ctx.settings
+    spec = ChildSpec(
+        results_path=str(results_path),
+        devices=settings.devices,
+        cpu_replicas=settings.cpu_replicas,
+        epochs=settings.epochs,
+        per_replica_batch=settings.per_replica_batch,
+        allreduce_mib=settings.allreduce_mib,
+        budget_s=ctx.deadline.remaining(),
+    )
+    argv = [sys.executable, "-m", "tfdist_validate.smoke.child", spec.to_json()]
+    child = ChildProcess(argv, _child_env(ctx), log_path, ctx.out)
+    section = ctx.section("smoke")
+    section.update(dry_run=ctx.dry_run, requested_devices=spec.strategy_devices())
+    section["log"] = {"path": str(log_path), "tail": []}
+    interrupted = False
+    try:
+        child.start()
+        section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
+        child.relay_until(ctx.deadline.at)
+    except BaseException as stop:  # Terminated (SIGTERM / SIGINT) from app.py: clean up below, then go on
+        interrupted = not isinstance(stop, Exception)
+        raise
+    finally:
+        with signals_deferred():
+            child.stop()
+            run = SmokeRun(
+                results=child_results.read(results_path),
+                timed_out=child.timed_out,
+                returncode=child.returncode,
+                log_path=log_path,
+                log_tail=tail_lines(log_path, LOG_TAIL_LINES),
+                output_tail=list(child.relay.kept)[-OUTPUT_TAIL_LINES:],
+                leftover_pids=child.leftover_pids,
+            )
+            fill_section(section, run, child, spec, interrupted)
+    return run
+
+
+def fill_section(
+    section: dict[str, Any], run: SmokeRun, child: ChildProcess, spec: ChildSpec, interrupted: bool
+) -> None:
+    strategy = run.results.get("strategy") or {}
+    if strategy.get("ok"):
+        for key in (
+            "strategy",
+            "replicas",
+            "devices",
+            "global_batch",
+            "per_replica_batch",
+            "cross_device_ops",
+        ):
+            section[key] = strategy[key]
+    fit = run.results.get("fit") or {}
+    if fit.get("ok"):
+        for key in ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"):
+            section[key] = fit[key]
+    for stage in ("sync", "allreduce", "bandwidth"):
+        found = run.results.get(stage)
+        if found is not None:
+            section[stage] = found
+    section["log"] = {"path": str(run.log_path), "tail": run.log_tail}
+    section["output_tail"] = run.output_tail
+    section["child"] = {
+        "pid": child.pid,
+        "exit_status": run.returncode,
+        "exit": describe_exit(run.returncode),
+        "timed_out": run.timed_out,
+        "interrupted": interrupted,
+        "duration_s": round(child.duration_s, 3),
+        "budget_s": round(spec.budget_s, 3),
+        "stopped_during": run.results.in_progress(),
+        "leftover_pids": run.leftover_pids,
+        "results_path": spec.results_path,
+        "error": run.results.error,
+    }
