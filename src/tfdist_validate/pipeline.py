@@ -7,7 +7,15 @@ from tfdist_validate.runner import Check
 
 def host_checks() -> list[Check]:
     """The fast layers: runtime, driver, health, TensorFlow's view of the GPUs, the device count."""
-    return []
+    from tfdist_validate.checks import devices, driver, health, runtime, tensorflow_build
+
+    return [
+        *runtime.CHECKS,
+        *driver.CHECKS,
+        *health.CHECKS,
+        *tensorflow_build.CHECKS,
+        *devices.CHECKS,
+    ]
 
 
 def cluster_checks() -> list[Check]:

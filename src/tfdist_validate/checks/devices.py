@@ -1,0 +1,81 @@
+"""The device layer: how many replicas MirroredStrategy would get here, against --min-gpus.
+
+Prints the reference's `visible_gpus=N` line, with N = len(tf.config.list_physical_devices("GPU")) exactly as
+the reference script computes it (0 on a CPU-only machine, in a dry run too).
+"""
+
+from __future__ import annotations
+
+import re
+
+from tfdist_validate.checks import host_state
+from tfdist_validate.context import Context
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.result import Layer, Outcome, failed, passed, warned
+from tfdist_validate.runner import Check
+
+_NAME = re.compile(r"(?:device:)?(gpu|cpu):(\d+)$", re.IGNORECASE)
+_ONE_REPLICA = "one replica is valid TensorFlow but not distributed training"
+
+
+def canonical(name: str) -> str:
+    """ "/job:localhost/replica:0/task:0/device:GPU:1", "GPU:1", "/gpu:1" -> "/gpu:1"."""
+    match = _NAME.search(name.strip())
+    return f"/{match.group(1).lower()}:{int(match.group(2))}" if match else name.strip()
+
+
+def check_count(ctx: Context) -> Outcome:
+    facts = host_state.tf(ctx)
+    tf_gpus = list(facts.gpus) if facts else []
+    print(f"visible_gpus={len(tf_gpus)}", file=ctx.out, flush=True)
+    settings = ctx.settings
+    if ctx.dry_run:
+        available = [f"/cpu:{i}" for i in range(settings.cpu_replicas or 0)]
+        what = "logical CPU device"
+    else:
+        available = [canonical(name) for name in tf_gpus]
+        what = "GPU"
+    chosen = available
+    if settings.devices:
+        chosen = [canonical(d) for d in settings.devices]
+        unknown = [d for d, c in zip(settings.devices, chosen, strict=True) if c not in available]
+        if unknown:
+            have = ", ".join(available) or "none"
+            return failed(
+                ExitCode.TOO_FEW_GPUS,
+                f"--devices names {', '.join(unknown)}, which this run does not have"
+                f" (available {what}s: {have})",
+                "list only devices that exist here (`tfdist-validate check` prints them), or drop --devices",
+            )
+    host = ctx.section("host")
+    host["replicas_planned"] = len(chosen)
+    host["devices"] = chosen
+    replicas = len(chosen)
+    listed = ", ".join(chosen) or "none"
+    if replicas < settings.min_gpus:
+        hint = (
+            f"give the dry run at least {settings.min_gpus} replicas (--cpu-replicas {settings.min_gpus})"
+            if ctx.dry_run
+            else "make more GPUs visible (container --gpus / pod nvidia.com/gpu limit, CUDA_VISIBLE_DEVICES,"
+            " --devices), or lower --min-gpus (1 is allowed for single-GPU pods)"
+        )
+        return failed(
+            ExitCode.TOO_FEW_GPUS,
+            f"{replicas} usable {what}(s) ({listed}), fewer than --min-gpus {settings.min_gpus}",
+            hint,
+        )
+    if replicas == 1:
+        return warned(
+            f"1 replica on {listed}: {_ONE_REPLICA}", "use 2 or more GPUs to prove distributed training"
+        )
+    return passed(f"{replicas} replicas planned on {listed}")
+
+
+CHECKS = (
+    Check(
+        "devices.count",
+        Layer.DEVICES,
+        check_count,
+        requires=("tensorflow.import", "tensorflow.gpus_visible"),
+    ),
+)

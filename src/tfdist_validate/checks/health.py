@@ -1,0 +1,89 @@
+"""The health layer: is each GPU fit to train right now? Warn by default; fail (31) with fail_on_health.
+
+Every counter an old driver or a GeForce card does not report is "n/a" in the facts and simply not judged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tfdist_validate.checks import host_state
+from tfdist_validate.context import Context
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host.gpus import Gpu
+from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
+from tfdist_validate.runner import Check
+
+# clock-event reasons that mean the GPU is slowed by a fault or heat, not by being idle or by its power cap
+_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def problems(gpu: Gpu) -> tuple[list[str], list[str]]:
+    """(problems, hints) for one GPU."""
+    found: list[str] = []
+    hints: list[str] = []
+    where = f"GPU {gpu.index}"
+    if gpu.error:
+        return [f"{where} does not answer ({gpu.error})"], ["a lost GPU needs a reset or a reboot"]
+    ecc = gpu.ecc_errors
+    for counter in ("volatile_uncorrected", "aggregate_uncorrected"):
+        if _positive(ecc.get(counter)):
+            found.append(f"{where}: {ecc[counter]} {counter.replace('_', ' ')} ECC errors")
+    if found:
+        hints.append("uncorrected ECC errors: drain the node and run `nvidia-smi -q -d ECC,PAGE_RETIREMENT`")
+    if gpu.retired_pages.get("pending") == "Yes":
+        found.append(f"{where}: page retirement pending")
+        hints.append("reset the GPU or reboot so the pending page retirement takes effect")
+    rows = gpu.remapped_rows
+    if rows.get("pending") == "Yes":
+        found.append(f"{where}: row remapping pending")
+        hints.append("reset the GPU or reboot to apply the pending row remapping")
+    if rows.get("failure") == "Yes":
+        found.append(f"{where}: row remapping failed")
+        hints.append("a failed row remapping means the GPU's memory needs service (RMA)")
+    busy = [p for p in gpu.processes or () if p.used_memory_mib is None or p.used_memory_mib > 0]
+    if busy:
+        pids = ", ".join(str(p.pid) for p in busy)
+        used = sum(p.used_memory_mib or 0 for p in busy)
+        found.append(f"{where}: {len(busy)} other process(es) hold {used:g} MiB (pid {pids})")
+        hints.append("stop the other GPU processes first, or pick free GPUs with --devices")
+    if gpu.compute_mode == "Exclusive_Process" and gpu.processes:
+        found.append(f"{where}: compute mode Exclusive_Process and another process holds it")
+        hints.append("wait for that process, or `sudo nvidia-smi -i <gpu> -c DEFAULT`")
+    elif gpu.compute_mode == "Prohibited":
+        found.append(f"{where}: compute mode Prohibited (no CUDA contexts allowed)")
+        hints.append("`sudo nvidia-smi -i <gpu> -c DEFAULT`")
+    slow = [r for r in gpu.clock_event_reasons or () if r in _SLOWDOWNS]
+    if slow:
+        found.append(f"{where}: clocks slowed by {', '.join(slow)}")
+        hints.append("check cooling and power (`nvidia-smi -q -d PERFORMANCE`)")
+    return found, hints
+
+
+def check_health(ctx: Context) -> Outcome:
+    if ctx.dry_run:
+        return skipped(host_state.DRY_RUN)
+    snapshot = host_state.driver(ctx)
+    if snapshot is None or not snapshot.gpus:
+        return skipped("no GPU facts from NVML to judge health by")
+    found: list[str] = []
+    hints: list[str] = []
+    for gpu in snapshot.gpus:
+        gpu_found, gpu_hints = problems(gpu)
+        found += gpu_found
+        hints += [h for h in gpu_hints if h not in hints]
+    judged = "NVML" if snapshot.source == "nvml" else "nvidia-smi (no ECC, page or clock counters)"
+    if not found:
+        return passed(f"{len(snapshot.gpus)} GPU(s) healthy by {judged}")
+    details = {"problems": found}
+    summary = "; ".join(found)
+    if ctx.settings.fail_on_health:
+        return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)
+    return warned(summary, "; ".join(hints), details)
+
+
+CHECKS = (Check("health.gpus", Layer.HEALTH, check_health, requires=("driver.nvml",)),)

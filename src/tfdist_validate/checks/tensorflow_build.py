@@ -1,0 +1,225 @@
+"""The TensorFlow layer: TensorFlow is imported here and nowhere above, in a child process with a deadline.
+
+It answers: does it import (20), was it built with CUDA (21), can the driver run the build's CUDA (13), does
+the build carry code for each GPU (23), and does TensorFlow see the GPUs the driver sees (22)?
+"""
+
+from __future__ import annotations
+
+import re
+
+from tfdist_validate.checks import host_state
+from tfdist_validate.context import Context
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host.cuda_compat import MINIMUM_DRIVER, coverage, driver_runs_cuda, version_tuple
+from tfdist_validate.host.runtime import RuntimeFacts
+from tfdist_validate.probes.tf_facts import TfFacts
+from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
+from tfdist_validate.runner import Check
+
+TF_TIMEOUT_S = 300.0  # a cold import on a loaded node takes tens of seconds; a hang takes forever
+_CUDA_LOG = re.compile(
+    r"^.*(cuInit|Cannot dlopen|Could not find cuda|Could not load dynamic library).*$", re.M
+)
+
+
+def _tf(ctx: Context) -> TfFacts:
+    facts = host_state.tf(ctx)
+    if facts is None:
+        raise RuntimeError("tensorflow.import did not record TensorFlow's facts")
+    return facts
+
+
+def _build(facts: TfFacts) -> str:
+    info = facts.build_info
+    if not facts.built_with_cuda:
+        return "CPU-only build"
+    caps = ", ".join(facts.capabilities) or "none listed"
+    return f"CUDA {info.get('cuda_version')}, cuDNN {info.get('cudnn_version')}, kernels for {caps}"
+
+
+def check_import(ctx: Context) -> Outcome:
+    timeout = max(1.0, min(TF_TIMEOUT_S, ctx.deadline.remaining()))
+    facts = ctx.probes.tf_facts(ctx.env, timeout)
+    host_state.put_tf(ctx, facts)
+    ctx.section("tensorflow").update(facts.to_json())
+    if facts.probe_error:
+        return failed(
+            ExitCode.TF_IMPORT_FAILED,
+            f"TensorFlow could not be inspected: {facts.probe_error}",
+            "a hang while TensorFlow lists GPUs usually means a broken driver: run `nvidia-smi` and"
+            " `sudo dmesg | grep -i xid`",
+            {"log": facts.log[-2000:]},
+        )
+    if not facts.imported:
+        missing = facts.missing_libraries()
+        named = f" (missing: {', '.join(missing)})" if missing else ""
+        return failed(
+            ExitCode.TF_IMPORT_FAILED,
+            f"TensorFlow cannot be imported: {facts.import_error}{named}",
+            "install it in this Python environment: `pip install 'tensorflow[and-cuda]'` (Linux x86_64), and"
+            " check that its version matches this Python",
+            {"log": facts.log[-2000:]},
+        )
+    return passed(f"TensorFlow {facts.version} ({_build(facts)})")
+
+
+def check_cuda_build(ctx: Context) -> Outcome:
+    facts = _tf(ctx)
+    if ctx.dry_run:
+        return skipped(f"{host_state.DRY_RUN}; TensorFlow {facts.version}: {_build(facts)}")
+    if not facts.built_with_cuda:
+        return failed(
+            ExitCode.TF_NOT_CUDA_BUILD,
+            f"TensorFlow {facts.version} was built without CUDA",
+            "install the CUDA build: `pip install 'tensorflow[and-cuda]'` on Linux x86_64 (the tensorflow-cpu"
+            " package, macOS and native Windows builds after 2.10 have no CUDA; on Windows use WSL2)",
+        )
+    return passed(f"TensorFlow {facts.version}: {_build(facts)}")
+
+
+def check_driver_compat(ctx: Context) -> Outcome:
+    if ctx.dry_run:
+        return skipped(host_state.DRY_RUN)
+    facts = _tf(ctx)
+    snapshot = host_state.driver(ctx)
+    runtime = host_state.runtime(ctx)
+    build_cuda = facts.cuda_version
+    if snapshot is None or not snapshot.cuda_version or not build_cuda:
+        return warned(
+            f"not compared: the driver's CUDA version is {snapshot.cuda_version if snapshot else None},"
+            f" the build's {build_cuda}",
+            "NVML (libnvidia-ml.so.1) reports the driver's CUDA version; make it available to compare",
+        )
+    windows = bool(runtime and runtime.wsl2)  # under WSL2 the version is the Windows driver's
+    compat = driver_runs_cuda(snapshot.driver_version, snapshot.cuda_version, build_cuda, windows)
+    details = {
+        "driver": snapshot.driver_version,
+        "driver_cuda": snapshot.cuda_version,
+        "build_cuda": build_cuda,
+    }
+    if not compat.ok:
+        return failed(ExitCode.DRIVER_TOO_OLD, compat.reason, _upgrade_hint(build_cuda, runtime), details)
+    if compat.minor_compat:
+        return warned(compat.reason, _upgrade_hint(build_cuda, runtime), details)
+    return passed(compat.reason, details)
+
+
+def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
+    major = (version_tuple(build_cuda) or (0,))[0]
+    floors = MINIMUM_DRIVER.get(major)
+    floor = f" (CUDA {major}.x: Linux >= {'.'.join(map(str, floors[0]))})" if floors else ""
+    wsl = runtime is not None and runtime.wsl2
+    in_container = runtime is not None and runtime.in_container
+    where = (
+        "the Windows NVIDIA driver" if wsl else "the host's NVIDIA driver" if in_container else "the driver"
+    )
+    return (
+        f"upgrade {where} to one that supports CUDA {build_cuda}{floor}, or use a TensorFlow built for"
+        " an older CUDA"
+    )
+
+
+def check_compute_capability(ctx: Context) -> Outcome:
+    if ctx.dry_run:
+        return skipped(host_state.DRY_RUN)
+    facts = _tf(ctx)
+    snapshot = host_state.driver(ctx)
+    gpus = [(g.index, g.name or "GPU", g.cc_tuple) for g in (snapshot.gpus if snapshot else ()) if g.cc_tuple]
+    if not gpus:  # no NVML: TensorFlow's own device details carry the capability
+        for position, detail in enumerate(facts.gpu_details):
+            cc = detail.get("compute_capability")
+            if isinstance(cc, (list, tuple)) and len(cc) == 2:
+                gpus.append((position, str(detail.get("device_name", "GPU")), (int(cc[0]), int(cc[1]))))
+    build = facts.capabilities
+    if not gpus or not build:
+        return skipped("no compute capability known to compare with the build's list")
+    jit: list[str] = []
+    for index, name, cc in gpus:
+        cover = coverage(cc, build)
+        text = f"GPU {index} ({name}, compute capability {cc[0]}.{cc[1]})"
+        if cover.status == "none":
+            return failed(
+                ExitCode.UNSUPPORTED_GPU,
+                f"{text} is not supported by TensorFlow {facts.version}, built for {', '.join(build)}",
+                f"use a TensorFlow build that includes sm_{cc[0]}{cc[1]} (or build it with"
+                f" TF_CUDA_COMPUTE_CAPABILITIES={cc[0]}.{cc[1]}), or a GPU this build supports",
+            )
+        if cover.status == "ptx":
+            jit.append(f"{text} via PTX {cover.via}")
+    if jit:
+        return warned(
+            f"{'; '.join(jit)}: the first run JIT-compiles TensorFlow's kernels, which can take minutes",
+            "expected for GPUs newer than the build; keep the JIT cache (CUDA_CACHE_PATH, default ~/.nv) on a"
+            " persistent volume and raise CUDA_CACHE_MAXSIZE so it compiles once",
+        )
+    return passed(f"native kernels for every GPU ({', '.join(f'{c[0]}.{c[1]}' for _, _, c in gpus)})")
+
+
+def check_gpus_visible(ctx: Context) -> Outcome:
+    if ctx.dry_run:
+        return skipped(host_state.DRY_RUN)
+    facts = _tf(ctx)
+    snapshot = host_state.driver(ctx)
+    runtime = host_state.runtime(ctx)
+    driver_count = len([g for g in snapshot.gpus if not g.error]) if snapshot and snapshot.gpus else 0
+    if not driver_count and runtime:
+        driver_count = len(runtime.gpu_nodes) or int(bool(runtime.wsl and runtime.wsl.dxg))
+    seen = len(facts.gpus)
+    if seen == 0:
+        return _none_seen(facts, driver_count, runtime)
+    names = ", ".join(facts.gpus)
+    if driver_count and seen < driver_count:
+        mask = runtime.cuda_mask.value if runtime else None
+        why = f" (CUDA_VISIBLE_DEVICES={mask})" if mask is not None else ""
+        return warned(
+            f"TensorFlow sees {seen} of the driver's {driver_count} GPUs{why}: {names}",
+            "GPUs TensorFlow skips are named in its log (e.g. a compute capability below its minimum)",
+        )
+    return passed(f"TensorFlow sees {seen} GPU(s): {names}")
+
+
+def _none_seen(facts: TfFacts, driver_count: int, runtime: RuntimeFacts | None) -> Outcome:
+    drivers = f"the driver sees {driver_count} GPU(s)" if driver_count else "the driver is reachable"
+    mask = runtime.cuda_mask if runtime else None
+    if mask is not None and mask.hides_all:
+        return failed(
+            ExitCode.TF_NO_GPU,
+            f"{drivers}, TensorFlow none: {mask.reason}, which hides every GPU",
+            "unset CUDA_VISIBLE_DEVICES, or list the GPUs to use (e.g. CUDA_VISIBLE_DEVICES=0,1)",
+        )
+    missing = facts.missing_libraries()
+    cuda = facts.build_info.get("cuda_version")
+    cudnn = facts.build_info.get("cudnn_version")
+    install = (
+        f"install the CUDA {cuda} / cuDNN {cudnn} libraries this TensorFlow needs: `pip install"
+        f" 'tensorflow[and-cuda]=={facts.version}'`, or put them on LD_LIBRARY_PATH"
+    )
+    evidence = [m.group(0).strip() for m in _CUDA_LOG.finditer(facts.log)][:5]
+    if missing:
+        return failed(
+            ExitCode.TF_NO_GPU,
+            f"{drivers}, TensorFlow none: it could not load {', '.join(missing)}",
+            install,
+            {"log": evidence},
+        )
+    said = f" (TensorFlow's log: {evidence[-1]})" if evidence else ""
+    return failed(ExitCode.TF_NO_GPU, f"{drivers}, TensorFlow none{said}", install, {"log": evidence})
+
+
+_IMPORT = "tensorflow.import"
+_BUILD = "tensorflow.cuda_build"
+CHECKS = (
+    Check(
+        _IMPORT, Layer.TENSORFLOW, check_import, requires=("runtime.gpu_access", "driver.nvml", "health.gpus")
+    ),
+    Check(_BUILD, Layer.TENSORFLOW, check_cuda_build, requires=(_IMPORT,)),
+    Check("tensorflow.driver_compat", Layer.TENSORFLOW, check_driver_compat, requires=(_BUILD,)),
+    Check("tensorflow.compute_cap", Layer.TENSORFLOW, check_compute_capability, requires=(_BUILD,)),
+    Check(
+        "tensorflow.gpus_visible",
+        Layer.TENSORFLOW,
+        check_gpus_visible,
+        requires=(_BUILD, "tensorflow.driver_compat", "tensorflow.compute_cap"),
+    ),
+)
