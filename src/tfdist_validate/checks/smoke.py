@@ -33,7 +33,7 @@ _DIED_CODE = {
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
 _HANG_HINT = (
-    "a collective that never completes is usually NCCL: rerun with NCCL_DEBUG=INFO, check"
+    "if epoch lines were still coming, raise --timeout; a collective that never completes is usually NCCL: rerun with NCCL_DEBUG=INFO, check"
     " `nvidia-smi topo -m` and try NCCL_P2P_DISABLE=1 (peer-to-peer over a broken PCIe/IOMMU path);"
     f" {NCCL_DOCS}"
 )
@@ -94,10 +94,11 @@ def _missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
             if run.leftover_pids
             else "; its whole process group was killed"
         )
+        last = f" (last output: {run.output_tail[-1]!r})" if run.output_tail else " (it printed nothing)"
         return failed(
             ExitCode.TIMEOUT,
-            f"the smoke test hung during {_DOING[stage]}: no result within --timeout"
-            f" {ctx.settings.timeout:g} s{survivors}",
+            f"the smoke test did not finish {_DOING[stage]} within --timeout {ctx.settings.timeout:g} s"
+            f"{last}{survivors}",
             _HANG_HINT,
             evidence,
         )

@@ -7,6 +7,7 @@ from typing import Any
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.report.json_report import SCHEMA_VERSION
 from tfdist_validate.result import Layer, Status
+from tfdist_validate.smoke.spec import STAGES
 
 _CODES = [int(c) for c in ExitCode]
 _NAMES = [c.name for c in ExitCode]
@@ -47,6 +48,118 @@ _EPOCH = {
     "properties": {"epoch": {"type": "integer", "minimum": 1}},
     "additionalProperties": {"type": ["number", "null"]},
 }
+
+_INT_0 = {"type": "integer", "minimum": 0}
+_INT_1 = {"type": "integer", "minimum": 1}
+_SECONDS = {"type": "number", "minimum": 0}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+
+
+def _closed(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
+    """An object whose keys are all declared: a misspelt key in a report is a test failure."""
+    return {"type": "object", "required": required, "additionalProperties": False, "properties": properties}
+
+
+# The smoke test's block (smoke/run.py fills it from the child's results, smoke/child*.py).
+_SMOKE_STAGE = {"ran": {"type": "boolean"}, "ok": {"type": "boolean"}, "replicas": _INT_1}
+_SMOKE = _closed(
+    [],
+    {
+        "dry_run": {"type": "boolean"},
+        "requested_devices": {"type": ["array", "null"], "items": {"type": "string"}},
+        "strategy": {"type": "string"},
+        "replicas": _INT_1,
+        "devices": _STRINGS,
+        "global_batch": _INT_1,
+        "per_replica_batch": _INT_1,
+        "cross_device_ops": _closed(
+            ["class", "implementation", "name", "reduce_to_device"],
+            {
+                "class": _STRING_OR_NULL,
+                "implementation": _STRING_OR_NULL,
+                "name": {"type": "string"},
+                "reduce_to_device": _STRING_OR_NULL,
+            },
+        ),
+        "epochs": {"type": "array", "items": _EPOCH},
+        "final_val_binary_accuracy": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "steps_per_epoch": _INT_1,
+        "step_time_s": {"type": ["number", "null"], "minimum": 0},
+        "epoch_train_s": {"type": "array", "items": _SECONDS},
+        "sync": _closed(
+            ["ran", "ok"],
+            {
+                **_SMOKE_STAGE,
+                "reason": {"type": "string"},
+                "variables_checked": _INT_0,
+                "sync_on_read_skipped": _INT_0,
+                "mismatched_count": _INT_0,
+                "mismatched": {
+                    "type": "array",
+                    "items": _closed(
+                        ["variable", "copies", "max_abs_diff"],
+                        {"variable": {"type": "string"}, "copies": _INT_0, "max_abs_diff": _NUMBER_OR_NULL},
+                    ),
+                },
+                "not_mirrored": _STRINGS,
+            },
+        ),
+        "allreduce": _closed(
+            ["ran", "ok"],
+            {
+                **_SMOKE_STAGE,
+                "error": {"type": "string"},
+                "results": _INT_0,
+                "elements": _INT_1,
+                "dtype": {"type": "string"},
+                "first_values": {"type": "array", "items": _NUMBER_OR_NULL},
+                "expected_first": {"type": "number"},
+                "wrong": {
+                    "type": "array",
+                    "items": _closed(
+                        ["replica", "index", "got", "want"],
+                        {
+                            "replica": _INT_0,
+                            "index": {"type": ["integer", "null"], "minimum": 0},
+                            "got": _NUMBER_OR_NULL,
+                            "want": _NUMBER_OR_NULL,
+                        },
+                    ),
+                },
+            },
+        ),
+        "bandwidth": _closed(
+            ["ran", "ok", "size_bytes"],
+            {
+                **_SMOKE_STAGE,
+                "error": {"type": "string"},
+                "size_bytes": _INT_1,
+                "iterations": _INT_1,
+                "time_s": _SECONDS,
+                "algbw_gbps": _SECONDS,
+                "busbw_gbps": _SECONDS,
+            },
+        ),
+        "log": _closed(["path", "tail"], {"path": {"type": "string"}, "tail": _STRINGS}),
+        "output_tail": _STRINGS,
+        "child": _closed(
+            ["pid"],
+            {
+                "pid": {"type": ["integer", "null"]},
+                "exit_status": {"type": ["integer", "null"]},
+                "exit": {"type": "string"},
+                "timed_out": {"type": "boolean"},
+                "interrupted": {"type": "boolean"},
+                "duration_s": _SECONDS,
+                "budget_s": _SECONDS,
+                "stopped_during": {"enum": [*STAGES, None]},
+                "leftover_pids": {"type": "array", "items": _INT_1},
+                "results_path": {"type": "string"},
+                "error": {"type": ["object", "null"]},
+            },
+        ),
+    },
+)
 
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -100,16 +213,7 @@ SCHEMA: dict[str, Any] = {
         },
         "tensorflow": {"type": "object"},
         "checks": {"type": "array", "items": _CHECK},
-        "smoke": {
-            "type": ["object", "null"],
-            "properties": {
-                "replicas": {"type": "integer", "minimum": 1},
-                "global_batch": {"type": "integer", "minimum": 1},
-                "devices": {"type": "array", "items": {"type": "string"}},
-                "epochs": {"type": "array", "items": _EPOCH},
-                "final_val_binary_accuracy": _NUMBER_OR_NULL,
-            },
-        },
+        "smoke": {"anyOf": [{"type": "null"}, _SMOKE]},
         "cluster": {"type": ["object", "null"]},
         "settings": {"type": "object"},
         "pid": {"type": "integer"},
