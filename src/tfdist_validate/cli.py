@@ -113,10 +113,16 @@ def _cmd_not_yet(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
     raise UsageError(f"{args.command}: not implemented yet in this version")
 
 
+def _cmd_diagnose(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
+    from tfdist_validate.diagnose import command
+
+    return command.run(args.file, args.json, sys.stdin.buffer, sys.stdout)
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
     "run": _cmd_validate,
     "check": _cmd_validate,
-    "diagnose": _cmd_not_yet,
+    "diagnose": _cmd_diagnose,
     "bundle": _cmd_not_yet,
     "exit-codes": _cmd_exit_codes,
     "schema": _cmd_schema,

@@ -1,0 +1,94 @@
+"""The `diagnose` verb: read the log, match it, print the causes (human or --json), return the exit code."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import BinaryIO, TextIO
+
+from tfdist_validate import TOOL_NAME, __version__
+from tfdist_validate.diagnose.engine import Diagnosis, Finding, Matcher
+from tfdist_validate.diagnose.reader import numbered_lines, open_log
+
+_WIDTH = 100
+_CONTEXT_WORDS = {
+    "container": "a container",
+    "wsl2": "WSL2",
+    "windows": "native Windows",
+    "macos": "macOS",
+}
+
+
+def run(path: str, as_json: bool, stdin: BinaryIO, stdout: TextIO) -> int:
+    stream, name = open_log(path, stdin)
+    matcher = Matcher()
+    try:
+        for number, text in numbered_lines(stream, name):
+            matcher.feed(number, text)
+    finally:
+        if stream is not stdin:
+            stream.close()
+    result = matcher.result()
+    if as_json:
+        document = {"tool": {"name": TOOL_NAME, "version": __version__}, "source": name, **result.to_json()}
+        stdout.write(json.dumps(document, indent=2) + "\n")
+    else:
+        stdout.write(render(result, name))
+    stdout.flush()
+    return int(result.code)
+
+
+def _wrap(label: str, text: str) -> list[str]:
+    indent = " " * 10
+    return textwrap.wrap(
+        text, _WIDTH, initial_indent=f"  {label:<8}", subsequent_indent=indent, break_on_hyphens=False
+    )
+
+
+def _finding(finding: Finding) -> list[str]:
+    sig = finding.signature
+    code = finding.code
+    head = sig.title if code is None else f"{int(code)} {code.name}: {sig.title}"
+    out = [f"{'FAIL' if finding.is_failure else 'WARN'}  {head}"]
+    for line in finding.lines:
+        out.append(f"  line {line.number}: {line.text}")
+    if finding.count > len(finding.lines):
+        out.append(f"  ... and {finding.count - len(finding.lines)} more line(s) like these")
+    if finding.context:
+        out.append(f"  (read as {_CONTEXT_WORDS[finding.context]}, from other lines of the log)")
+    out += _wrap("means:", sig.meaning)
+    if finding.alternatives:
+        out += _wrap("or:", finding.alternatives)
+    out += _wrap("fix:", sig.fix)
+    for link in sig.links:
+        out.append(f"  see:    {link}")
+    out.append(f"  learnt from: {', '.join(sig.sources[:2])}")
+    return out
+
+
+def render(result: Diagnosis, name: str) -> str:
+    lines = [f"{TOOL_NAME} diagnose: {name} ({result.lines_read} lines)"]
+    if result.evidence:
+        for ctx, seen in result.evidence.items():
+            first = seen[0]
+            lines.append(f"context: {_CONTEXT_WORDS[ctx]} (line {first.number}: {first.text})")
+    for finding in result.failures + result.warnings:
+        lines.append("")
+        lines += _finding(finding)
+    if result.harmless:
+        lines.append("")
+        total = sum(f.count for f in result.harmless)
+        lines.append(f"harmless: {total} line(s) of known noise, not failures:")
+        for finding in result.harmless:
+            first = finding.lines[0]
+            lines.append(f"  {finding.signature.title} (x{finding.count}, first at line {first.number})")
+    lines.append("")
+    code = result.code
+    if result.failures:
+        lines.append(
+            f"verdict: {int(code)} {code.name}: the code `{TOOL_NAME} run` would return for the most"
+            " fundamental cause above"
+        )
+    else:
+        lines.append(f"verdict: 0 OK: no known failure in this log ({len(result.warnings)} warning(s))")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,221 @@
+"""Match a log against the signature table, line by line, in bounded memory.
+
+One pass: every line is tested against every signature's patterns (a literal prefilter first, so most lines
+cost a few substring tests) and against the evidence patterns that say where the log came from. Only the
+first few lines of each finding are kept, so a gigabyte of log costs time, not memory. Context-dependent
+codes are resolved at the end, when all the evidence is in.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tfdist_validate.diagnose.signatures import CONTEXTS, Signature, Table, load
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.result import Layer
+
+MAX_LINES_KEPT = 3  # example lines kept per finding
+MAX_MATCH_CHARS = 8192  # a pathological line is matched on its first 8 KiB only
+MAX_SHOWN_CHARS = 240
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+# Which layer each code belongs to, so "most fundamental" means what it means for `run` (verdict.py).
+_LAYER: dict[ExitCode, int] = {
+    ExitCode.CONTAINER_NO_GPU: Layer.RUNTIME,
+    ExitCode.WSL2_PASSTHROUGH: Layer.RUNTIME,
+    ExitCode.NO_DRIVER: Layer.DRIVER,
+    ExitCode.DRIVER_TOO_OLD: Layer.DRIVER,
+    ExitCode.GPU_UNHEALTHY: Layer.HEALTH,
+    ExitCode.TF_IMPORT_FAILED: Layer.TENSORFLOW,
+    ExitCode.TF_NOT_CUDA_BUILD: Layer.TENSORFLOW,
+    ExitCode.TF_NO_GPU: Layer.TENSORFLOW,
+    ExitCode.UNSUPPORTED_GPU: Layer.TENSORFLOW,
+    ExitCode.TOO_FEW_GPUS: Layer.DEVICES,
+    ExitCode.COLLECTIVE_FAILED: Layer.STRATEGY,
+    ExitCode.TRAINING_FAILED: Layer.TRAINING,
+    ExitCode.RESULT_MISMATCH: Layer.RESULTS,
+    ExitCode.PERF_BELOW_FLOOR: Layer.PERFORMANCE,
+}
+
+
+def rank(code: ExitCode) -> tuple[int, int]:
+    """Sort key: lowest layer first, then lowest code. A watchdog timeout names no layer: it comes last."""
+    return (_LAYER.get(code, Layer.PERFORMANCE + 10), int(code))
+
+
+@dataclass(frozen=True)
+class Line:
+    number: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"line": self.number, "text": self.text}
+
+
+@dataclass
+class Finding:
+    signature: Signature
+    code: ExitCode | None
+    lines: list[Line]
+    count: int
+    context: str | None = None  # the evidence that chose the code, for a context-dependent line
+    alternatives: str = ""  # set when the code was a guess for want of evidence
+
+    @property
+    def is_failure(self) -> bool:
+        return self.signature.is_failure
+
+    def to_json(self) -> dict[str, Any]:
+        sig = self.signature
+        return {
+            "id": sig.id,
+            "severity": sig.severity,
+            "code": None if self.code is None else int(self.code),
+            "name": None if self.code is None else self.code.name,
+            "title": sig.title,
+            "meaning": sig.meaning,
+            "fix": sig.fix,
+            "links": list(sig.links),
+            "learnt_from": list(sig.sources),
+            "lines": [line.to_json() for line in self.lines],
+            "count": self.count,
+            "context": self.context,
+            "alternatives": self.alternatives or None,
+        }
+
+
+@dataclass
+class Diagnosis:
+    findings: list[Finding]  # failures (most fundamental first), then warnings, then harmless lines
+    evidence: dict[str, list[Line]]  # context -> the lines that showed it
+    lines_read: int
+
+    @property
+    def failures(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_failure]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.signature.severity == "warning"]
+
+    @property
+    def harmless(self) -> list[Finding]:
+        return [f for f in self.findings if f.signature.severity == "info"]
+
+    @property
+    def code(self) -> ExitCode:
+        """What `run` would have returned for the most fundamental cause found; OK when none."""
+        codes = [f.code for f in self.failures if f.code is not None]
+        return min(codes, key=rank) if codes else ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": int(self.code),
+            "name": self.code.name,
+            "lines_read": self.lines_read,
+            "context": {ctx: [line.to_json() for line in lines] for ctx, lines in self.evidence.items()},
+            "failures": [f.to_json() for f in self.failures],
+            "warnings": [f.to_json() for f in self.warnings],
+            "harmless": [f.to_json() for f in self.harmless],
+        }
+
+
+@dataclass
+class _Hits:
+    lines: list[Line] = field(default_factory=list)
+    count: int = 0
+
+    def add(self, line: Line) -> None:
+        self.count += 1
+        if len(self.lines) < MAX_LINES_KEPT:
+            self.lines.append(line)
+
+
+def clean(text: str) -> str:
+    """A log line as a reader sees it: no colour codes, no trailing blanks, progress-bar rewrites kept
+    as spaces so a pattern cannot straddle them by accident."""
+    return _ANSI.sub("", text).replace("\r", " ").replace("\x08", "").rstrip()
+
+
+def _shown(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+
+
+class Matcher:
+    """Feed lines with `feed`; `result()` resolves the codes once every line has been seen."""
+
+    def __init__(self, table: Table | None = None) -> None:
+        self.table = table or load()
+        self.hits: dict[str, _Hits] = {}
+        self.evidence: dict[str, list[Line]] = {}
+        self.lines_read = 0
+
+    def feed(self, number: int, raw: str) -> None:
+        self.lines_read += 1
+        text = clean(raw)
+        if not text:
+            return
+        probe = text[:MAX_MATCH_CHARS]
+        lowered = probe.lower()
+        line: Line | None = None
+        for sig in self.table.signatures:
+            if any(p.search(probe, lowered) for p in sig.patterns):
+                line = line or Line(number, _shown(text))
+                self.hits.setdefault(sig.id, _Hits()).add(line)
+        for ev in self.table.evidence:
+            if any(p.search(probe, lowered) for p in ev.patterns):
+                seen = self.evidence.setdefault(ev.context, [])
+                if len(seen) < MAX_LINES_KEPT:
+                    seen.append(line or Line(number, _shown(text)))
+
+    def result(self) -> Diagnosis:
+        contexts = set(self.evidence)
+        found = set(self.hits)
+        findings: list[Finding] = []
+        for sig in self.table.signatures:
+            hits = self.hits.get(sig.id)
+            if hits is None:
+                continue
+            if sig.requires_context and not contexts & set(sig.requires_context):
+                continue
+            if contexts & set(sig.unless_context) or found & set(sig.unless):
+                continue
+            findings.append(_resolve(sig, hits, contexts))
+        findings.sort(key=_order)
+        evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
+        return Diagnosis(findings, evidence, self.lines_read)
+
+
+# A container on a WSL2 host is still a container: its GPU access is given (or not) when it starts.
+_CONTEXT_PRIORITY = ("container", "wsl2", "windows", "macos")
+
+
+def _resolve(sig: Signature, hits: _Hits, contexts: set[str]) -> Finding:
+    if not sig.by_context:
+        return Finding(sig, sig.code, hits.lines, hits.count)
+    for ctx in _CONTEXT_PRIORITY:
+        if ctx in contexts and ctx in sig.by_context:
+            return Finding(sig, sig.by_context[ctx], hits.lines, hits.count, context=ctx)
+    return Finding(sig, sig.code, hits.lines, hits.count, alternatives=sig.alternatives)
+
+
+def _order(finding: Finding) -> tuple[int, tuple[int, int], int]:
+    severity = ("error", "warning", "info").index(finding.signature.severity)
+    code_rank = rank(finding.code) if finding.code is not None else (0, 0)
+    return (severity, code_rank, finding.lines[0].number if finding.lines else 0)
+
+
+def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnosis:
+    """The public API: name the known causes in a log given as one text or as lines.
+
+    `run` feeds the smoke test's captured log through this, so a failed run names the same cause.
+    """
+    lines: Iterable[str] = source.splitlines() if isinstance(source, str) else source
+    matcher = Matcher(table)
+    for number, line in enumerate(lines, start=1):
+        matcher.feed(number, line)
+    return matcher.result()

@@ -1,0 +1,350 @@
+"""The knowledge behind `diagnose`: signatures.yaml, loaded with yaml.safe_load and validated on load.
+
+A signature is data: the patterns that give a cause away, the contract code it means, what it means, the
+fix, and the public thread it was learnt from. Adding knowledge means adding an entry, not code.
+Evidence entries ("contexts") say where a log came from (container, WSL2, native Windows, macOS): a few
+lines mean different things in different places, e.g. a failed `nvidia-smi`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from tfdist_validate.exitcodes import ExitCode
+
+SEVERITIES = ("error", "warning", "info")
+CONTEXTS = ("container", "wsl2", "windows", "macos")
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+# A group that repeats something which itself repeats, e.g. (a+)+ or (.*x)*: the shape of catastrophic
+# backtracking. Patterns are matched against every line of logs of any size, so such shapes are refused.
+_NESTED_QUANTIFIER = re.compile(r"\((?:[^()\\]|\\.)*[*+}](?:[^()\\]|\\.)*\)[*+{]")
+_META = set(".^$*+?{}[]()|\\")
+
+
+class SignatureError(ValueError):
+    """signatures.yaml is malformed: a packaging bug, reported with the entry that is wrong."""
+
+
+@dataclass(frozen=True)
+class Pattern:
+    text: str
+    regex: re.Pattern[str]
+    needle: str  # a lowercase literal every match contains: a cheap test before the regex runs
+
+    def search(self, line: str, lowered: str) -> re.Match[str] | None:
+        if self.needle and self.needle not in lowered:
+            return None
+        return self.regex.search(line)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    id: str
+    context: str
+    title: str
+    patterns: tuple[Pattern, ...]
+    sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    severity: str
+    code: ExitCode | None
+    title: str
+    meaning: str
+    fix: str
+    patterns: tuple[Pattern, ...]
+    links: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    by_context: Mapping[str, ExitCode] = field(default_factory=dict)
+    alternatives: str = ""  # what else the line could mean when the log gives no context
+    requires_context: tuple[str, ...] = ()  # counts only when one of these contexts is evident
+    unless_context: tuple[str, ...] = ()  # does not count when one of these contexts is evident
+    unless: tuple[str, ...] = ()  # does not count when one of these signatures was found too
+
+    @property
+    def is_failure(self) -> bool:
+        return self.severity == "error"
+
+
+@dataclass(frozen=True)
+class Table:
+    signatures: tuple[Signature, ...]
+    evidence: tuple[Evidence, ...]
+
+    def by_id(self, signature_id: str) -> Signature:
+        for sig in self.signatures:
+            if sig.id == signature_id:
+                return sig
+        raise KeyError(signature_id)
+
+
+def literal_needle(pattern: str) -> str:
+    """The longest run of plain literal characters that every match of `pattern` must contain.
+
+    Conservative: an alternation at the top level, or anything this scanner does not understand, yields
+    "" (no prefilter), which is always correct, only slower.
+    """
+    if _has_top_level_alternation(pattern):  # then no single literal is required
+        return ""
+    runs: list[str] = []
+    current: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt.isalnum():  # \d \s \b \w ... are classes or anchors, not literals
+                runs.append("".join(current))
+                current = []
+            else:
+                current.append(nxt)
+            i += 2
+        elif ch in "?*{":  # the previous literal is optional or repeated a variable number of times
+            if current:
+                current.pop()
+            runs.append("".join(current))
+            current = []
+            i = _skip_quantifier(pattern, i)
+        elif ch == "+":  # the previous literal is required at least once, then anything may follow
+            runs.append("".join(current))
+            current = []
+            i += 1
+        elif ch in "([":
+            runs.append("".join(current))
+            current = []
+            i = _skip_group(pattern, i)
+            if i < len(pattern) and pattern[i] in "?*{":
+                i = _skip_quantifier(pattern, i)
+        elif ch in _META:
+            runs.append("".join(current))
+            current = []
+            i += 1
+        else:
+            current.append(ch)
+            i += 1
+    runs.append("".join(current))
+    return max(runs, key=len).lower()
+
+
+def _has_top_level_alternation(pattern: str) -> bool:
+    depth, i = 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _skip_group(pattern, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            return True
+        i += 1
+    return False
+
+
+def _skip_quantifier(pattern: str, start: int) -> int:
+    """Index just after the quantifier at `start` (?, *, or {m,n}), and a lazy '?' after it."""
+    i = start + 1
+    if pattern[start] == "{":
+        close = pattern.find("}", start)
+        i = close + 1 if close != -1 else len(pattern)
+    if i < len(pattern) and pattern[i] == "?":
+        i += 1
+    return i
+
+
+def _skip_group(pattern: str, start: int) -> int:
+    """Index just after the group or class that opens at `start`."""
+    closing = ")" if pattern[start] == "(" else "]"
+    depth, i = 0, start
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if closing == "]" and ch == "]" and i > start + 1:
+            return i + 1
+        if closing == ")":
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+        i += 1
+    return i
+
+
+def _compile(where: str, text: Any) -> Pattern:
+    if not isinstance(text, str) or not text:
+        raise SignatureError(f"{where}: a pattern must be a non-empty string, got {text!r}")
+    if _NESTED_QUANTIFIER.search(text):
+        raise SignatureError(f"{where}: pattern {text!r} nests quantifiers (catastrophic backtracking)")
+    try:
+        regex = re.compile(text, re.IGNORECASE)
+    except re.error as err:
+        raise SignatureError(f"{where}: pattern {text!r} is not a valid regex: {err}") from None
+    return Pattern(text, regex, literal_needle(text))
+
+
+def _strings(where: str, entry: Mapping[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise SignatureError(f"{where}: {key} must be a list of strings")
+    if required and not value:
+        raise SignatureError(f"{where}: {key} must not be empty")
+    return tuple(value)
+
+
+def _text(where: str, entry: Mapping[str, Any], key: str, *, required: bool = True) -> str:
+    value = entry.get(key, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise SignatureError(f"{where}: {key} must be a non-empty string")
+    return " ".join(value.split())
+
+
+def _code(where: str, name: Any) -> ExitCode:
+    if not isinstance(name, str) or name not in ExitCode.__members__:
+        raise SignatureError(f"{where}: {name!r} is not a contract exit-code name")
+    return ExitCode[name]
+
+
+def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> tuple[str, ...]:
+    urls = _strings(where, entry, key, required=required)
+    for url in urls:
+        if not url.startswith("https://"):
+            raise SignatureError(f"{where}: {key}: {url!r} is not an https URL")
+    return urls
+
+
+_SIGNATURE_KEYS = {
+    "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
+    "alternatives", "requires_context", "unless_context", "unless",
+}  # fmt: skip
+_EVIDENCE_KEYS = {"id", "context", "title", "patterns", "sources"}
+
+
+def _signature(index: int, entry: Any) -> Signature:
+    where = f"signatures[{index}]"
+    if not isinstance(entry, dict):
+        raise SignatureError(f"{where}: expected a mapping")
+    sig_id = entry.get("id")
+    if not isinstance(sig_id, str) or not _ID.match(sig_id):
+        raise SignatureError(f"{where}: id {sig_id!r} must be lowercase words joined by '-'")
+    where = f"signature {sig_id}"
+    unknown = set(entry) - _SIGNATURE_KEYS
+    if unknown:
+        raise SignatureError(f"{where}: unknown keys {sorted(unknown)}")
+    severity = entry.get("severity")
+    if severity not in SEVERITIES:
+        raise SignatureError(f"{where}: severity must be one of {SEVERITIES}")
+    code = None if entry.get("code") is None else _code(where, entry["code"])
+    if (severity == "error") != (code is not None):
+        raise SignatureError(f"{where}: an error needs a code; a warning or info must not have one")
+    by_context_raw = entry.get("by_context", {}) or {}
+    if not isinstance(by_context_raw, dict) or not set(by_context_raw) <= set(CONTEXTS):
+        raise SignatureError(f"{where}: by_context keys must be among {CONTEXTS}")
+    if by_context_raw and code is None:
+        raise SignatureError(f"{where}: by_context needs a default code")
+    by_context = {ctx: _code(where, name) for ctx, name in by_context_raw.items()}
+    contexts = {key: _strings(where, entry, key) for key in ("requires_context", "unless_context")}
+    for key, values in contexts.items():
+        if not set(values) <= set(CONTEXTS):
+            raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
+    patterns = tuple(
+        _compile(f"{where}: patterns[{i}]", p)
+        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
+    )
+    return Signature(
+        id=sig_id,
+        severity=severity,
+        code=code,
+        title=_text(where, entry, "title"),
+        meaning=_text(where, entry, "meaning"),
+        fix=_text(where, entry, "fix"),
+        patterns=patterns,
+        links=_urls(where, entry, "links", required=False),
+        sources=_urls(where, entry, "sources", required=True),
+        by_context=by_context,
+        alternatives=_text(where, entry, "alternatives", required=False),
+        requires_context=contexts["requires_context"],
+        unless_context=contexts["unless_context"],
+        unless=_strings(where, entry, "unless"),
+    )
+
+
+def _evidence(index: int, entry: Any) -> Evidence:
+    where = f"contexts[{index}]"
+    if not isinstance(entry, dict):
+        raise SignatureError(f"{where}: expected a mapping")
+    ev_id = entry.get("id")
+    if not isinstance(ev_id, str) or not _ID.match(ev_id):
+        raise SignatureError(f"{where}: id {ev_id!r} must be lowercase words joined by '-'")
+    where = f"context {ev_id}"
+    unknown = set(entry) - _EVIDENCE_KEYS
+    if unknown:
+        raise SignatureError(f"{where}: unknown keys {sorted(unknown)}")
+    context = entry.get("context")
+    if context not in CONTEXTS:
+        raise SignatureError(f"{where}: context must be one of {CONTEXTS}")
+    patterns = tuple(
+        _compile(f"{where}: patterns[{i}]", p)
+        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
+    )
+    return Evidence(
+        ev_id, context, _text(where, entry, "title"), patterns, _urls(where, entry, "sources", required=True)
+    )
+
+
+def parse(data: Any) -> Table:
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise SignatureError("signatures: expected a mapping with version: 1")
+    raw_sigs = data.get("signatures")
+    raw_evidence = data.get("contexts", [])
+    if not isinstance(raw_sigs, list) or not isinstance(raw_evidence, list):
+        raise SignatureError("signatures: 'signatures' and 'contexts' must be lists")
+    signatures = tuple(_signature(i, e) for i, e in enumerate(raw_sigs))
+    evidence = tuple(_evidence(i, e) for i, e in enumerate(raw_evidence))
+    ids = [s.id for s in signatures] + [e.id for e in evidence]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise SignatureError(f"signatures: duplicate ids {duplicates}")
+    known = {s.id for s in signatures}
+    for sig in signatures:
+        missing = set(sig.unless) - known
+        if missing:
+            raise SignatureError(f"signature {sig.id}: unless names unknown signatures {sorted(missing)}")
+    return Table(signatures, evidence)
+
+
+def parse_text(text: str) -> Table:
+    try:
+        return parse(yaml.safe_load(text))
+    except yaml.YAMLError as err:
+        raise SignatureError(f"signatures: not valid YAML: {err}") from None
+
+
+@lru_cache(maxsize=1)
+def load() -> Table:
+    """The table shipped with the package (cached: it is parsed and compiled once per process)."""
+    text = resources.files("tfdist_validate.diagnose").joinpath("signatures.yaml").read_text("utf-8")
+    return parse_text(text)
+
+
+def all_patterns(items: Sequence[Signature | Evidence]) -> list[Pattern]:
+    return [p for item in items for p in item.patterns]
