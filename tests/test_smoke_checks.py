@@ -1,0 +1,411 @@
+"""The smoke checks' decisions, table-driven over named scenarios.
+
+The base scenario is the child's real result file from `tfdist-validate run --cpu-replicas 2` (TF 2.21, this
+dev container); each failure scenario changes the fields a broken stack would change. The child itself runs
+for real in test_smoke_e2e.py.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tfdist_validate.checks import smoke as smoke_checks
+from tfdist_validate.context import Context, Deadline
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.result import CheckResult, Status
+from tfdist_validate.runner import run_checks
+from tfdist_validate.settings import Settings
+from tfdist_validate.smoke import results
+from tfdist_validate.smoke.run import SmokeRun
+from tfdist_validate.verdict import decide
+
+CPU = "/job:localhost/replica:0/task:0/device:CPU:"
+
+# Recorded: the results.jsonl of a real `tfdist-validate run --cpu-replicas 2` (bandwidth rounded).
+RECORDED: list[dict[str, Any]] = [
+    {
+        "stage": "strategy",
+        "ok": True,
+        "strategy": "MirroredStrategy",
+        "replicas": 2,
+        "devices": [CPU + "0", CPU + "1"],
+        "requested_devices": ["/cpu:0", "/cpu:1"],
+        "global_batch": 32,
+        "per_replica_batch": 16,
+        "model_strategy_ok": True,
+        "cross_device_ops": {
+            "class": "CollectiveAllReduce",
+            "implementation": "RING",
+            "name": "collective all-reduce (RING)",
+            "reduce_to_device": None,
+        },
+        "tensorflow_version": "2.21.0",
+    },
+    {
+        "stage": "fit",
+        "ok": True,
+        "epochs": [
+            {
+                "epoch": 1,
+                "binary_accuracy": 0.79296875,
+                "loss": 0.47130075097084045,
+                "val_binary_accuracy": 0.875,
+                "val_loss": 0.2805500030517578,
+            },
+            {
+                "epoch": 2,
+                "binary_accuracy": 0.95703125,
+                "loss": 0.15088194608688354,
+                "val_binary_accuracy": 0.921875,
+                "val_loss": 0.13581447303295135,
+            },
+            {
+                "epoch": 3,
+                "binary_accuracy": 0.97265625,
+                "loss": 0.07161086797714233,
+                "val_binary_accuracy": 0.9609375,
+                "val_loss": 0.07170897722244263,
+            },
+        ],
+        "final_val_binary_accuracy": 0.9609375,
+        "steps_per_epoch": 16,
+        "epoch_train_s": [2.1147048800003176, 0.5575199879995125, 0.5568266829995991],
+        "step_time_s": 0.03482333346872224,
+    },
+    {
+        "stage": "sync",
+        "ran": True,
+        "ok": True,
+        "replicas": 2,
+        "variables_checked": 20,
+        "sync_on_read_skipped": 0,
+        "mismatched_count": 0,
+        "mismatched": [],
+        "not_mirrored": [],
+    },
+    {
+        "stage": "allreduce",
+        "ran": True,
+        "ok": True,
+        "replicas": 2,
+        "results": 2,
+        "elements": 65536,
+        "dtype": "float32",
+        "first_values": [0.75, 0.75],
+        "expected_first": 0.75,
+        "wrong": [],
+    },
+    {
+        "stage": "bandwidth",
+        "ran": True,
+        "replicas": 2,
+        "size_bytes": 67108864,
+        "ok": True,
+        "iterations": 20,
+        "time_s": 0.0413,
+        "algbw_gbps": 1.62,
+        "busbw_gbps": 1.62,
+    },
+    {"stage": "done"},
+]
+
+
+def _records(*, drop_from: str | None = None, **changes: dict[str, Any]) -> list[dict[str, Any]]:
+    """The recorded results, cut before stage `drop_from` (where a child stopped), fields changed."""
+    records = copy.deepcopy(RECORDED)
+    if drop_from is not None:
+        records = records[: next(i for i, r in enumerate(records) if r["stage"] == drop_from)]
+    for record in records:
+        record.update(changes.get(record["stage"], {}))
+    return records
+
+
+def _run(
+    records: list[dict[str, Any]], *, timed_out: bool = False, returncode: int | None = 0, tmp: Path
+) -> SmokeRun:
+    return SmokeRun(
+        results=results.parse("\n".join(json.dumps(r) for r in records)),
+        timed_out=timed_out,
+        returncode=returncode,
+        log_path=tmp / "child.log",
+        log_tail=["I0000 tensorflow log line"],
+        output_tail=["replicas=2", "global_batch=32", "Epoch 1/3"],
+        leftover_pids=[],
+    )
+
+
+def judge(
+    monkeypatch: pytest.MonkeyPatch, run: SmokeRun, **settings: Any
+) -> tuple[dict[str, CheckResult], ExitCode]:
+    calls: list[Context] = []
+
+    def fake_run_smoke(ctx: Context) -> SmokeRun:
+        calls.append(ctx)
+        return run
+
+    monkeypatch.setattr(smoke_checks, "run_smoke", fake_run_smoke)
+    ctx = Context(Settings(**{"cpu_replicas": 2, **settings}), "run", {}, Deadline.after(60))
+    checked = run_checks(smoke_checks.checks(), ctx)
+    assert len(calls) == 1, "one child run per validation, shared by all the smoke checks"
+    return {r.id: r for r in checked}, decide(checked).code
+
+
+Scenario = Callable[[Path], SmokeRun]
+OOM_ERROR = "ResourceExhaustedError: OOM when allocating tensor with shape[64,1024]"
+PASS, SKIP, FAIL, WARN = Status.PASS, Status.SKIP, Status.FAIL, Status.WARN
+
+# name -> (run, settings, verdict, {check id: (status, code)})
+SCENARIOS: dict[str, tuple[Scenario, dict[str, Any], ExitCode, dict[str, tuple[Status, ExitCode]]]] = {
+    "healthy (recorded)": (
+        lambda tmp: _run(_records(), tmp=tmp),
+        {},
+        ExitCode.OK,
+        {c: (PASS, ExitCode.OK) for c in ("smoke.strategy", "smoke.accuracy", "smoke.allreduce_bandwidth")},
+    ),
+    "strategy cannot be created": (
+        lambda tmp: _run(
+            [
+                {
+                    "stage": "strategy",
+                    "ok": False,
+                    "requested_devices": ["/gpu:0", "/gpu:1"],
+                    "error": "InvalidArgumentError: Could not satisfy device specification '/gpu:1'",
+                },
+                {"stage": "done"},
+            ],
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.COLLECTIVE_FAILED,
+        {
+            "smoke.strategy": (FAIL, ExitCode.COLLECTIVE_FAILED),
+            "smoke.training": (SKIP, ExitCode.OK),
+        },
+    ),
+    "model not bound to the strategy": (
+        lambda tmp: _run(_records(strategy={"model_strategy_ok": False}), tmp=tmp),
+        {},
+        ExitCode.COLLECTIVE_FAILED,
+        {"smoke.strategy": (FAIL, ExitCode.COLLECTIVE_FAILED)},
+    ),
+    "fewer replicas than devices asked for": (
+        lambda tmp: _run(
+            _records(strategy={"replicas": 1, "devices": ["/job:localhost/device:CPU:0"]}), tmp=tmp
+        ),
+        {},
+        ExitCode.COLLECTIVE_FAILED,
+        {"smoke.strategy": (FAIL, ExitCode.COLLECTIVE_FAILED)},
+    ),
+    "fit runs out of memory": (
+        lambda tmp: _run(
+            [
+                *_records(drop_from="fit"),
+                {"stage": "fit", "ok": False, "oom": True, "error": OOM_ERROR},
+                {"stage": "sync", "ran": False, "ok": False, "reason": "model.fit failed"},
+                *_records()[3:],
+            ],
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.TRAINING_FAILED,
+        {
+            "smoke.training": (FAIL, ExitCode.TRAINING_FAILED),
+            "smoke.replicas_in_sync": (SKIP, ExitCode.OK),
+            "smoke.allreduce_exact": (PASS, ExitCode.OK),  # judged anyway: it needs only the strategy
+        },
+    ),
+    "replicas out of sync": (
+        lambda tmp: _run(
+            _records(
+                sync={
+                    "ok": False,
+                    "mismatched_count": 1,
+                    "mismatched": [
+                        {"variable": "sequential/dense/kernel", "copies": 2, "max_abs_diff": 0.25}
+                    ],
+                }
+            ),
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.replicas_in_sync": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "a variable created outside the scope": (
+        lambda tmp: _run(_records(sync={"ok": False, "not_mirrored": ["adam/iteration"]}), tmp=tmp),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.replicas_in_sync": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "all-reduce gives a wrong sum": (
+        lambda tmp: _run(
+            _records(
+                allreduce={
+                    "ok": False,
+                    "first_values": [0.75, 0.5],
+                    "wrong": [{"replica": 1, "index": 0, "got": 0.5, "want": 0.75}],
+                }
+            ),
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {
+            "smoke.allreduce_exact": (FAIL, ExitCode.RESULT_MISMATCH),
+            "smoke.allreduce_bandwidth": (SKIP, ExitCode.OK),
+        },
+    ),
+    "all-reduce raises": (
+        lambda tmp: _run(
+            _records(allreduce={"ok": False, "error": "UnavailableError: Collective ops is aborted"}),
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.COLLECTIVE_FAILED,
+        {"smoke.allreduce_exact": (FAIL, ExitCode.COLLECTIVE_FAILED)},
+    ),
+    "accuracy below the floor": (
+        lambda tmp: _run(_records(), tmp=tmp),
+        {"min_val_accuracy": 0.99},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.accuracy": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "NaN accuracy": (
+        lambda tmp: _run(_records(fit={"final_val_binary_accuracy": None}), tmp=tmp),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.accuracy": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "bandwidth below a configured floor": (
+        lambda tmp: _run(_records(), tmp=tmp),
+        {"min_busbw_gbps": 100.0},
+        ExitCode.PERF_BELOW_FLOOR,
+        {"smoke.allreduce_bandwidth": (FAIL, ExitCode.PERF_BELOW_FLOOR)},
+    ),
+    "bandwidth floor with one replica": (
+        lambda tmp: _run(_records(bandwidth={"replicas": 1, "algbw_gbps": 9.0, "busbw_gbps": 0.0}), tmp=tmp),
+        {"min_busbw_gbps": 100.0},
+        ExitCode.OK,
+        {"smoke.allreduce_bandwidth": (WARN, ExitCode.OK)},
+    ),
+    "hang in fit": (
+        lambda tmp: _run(_records(drop_from="fit"), timed_out=True, returncode=-9, tmp=tmp),
+        {},
+        ExitCode.TIMEOUT,
+        {
+            "smoke.strategy": (PASS, ExitCode.OK),
+            "smoke.training": (FAIL, ExitCode.TIMEOUT),
+            "smoke.allreduce_exact": (SKIP, ExitCode.OK),
+        },
+    ),
+    "hang before the strategy": (
+        lambda tmp: _run([], timed_out=True, returncode=-9, tmp=tmp),
+        {},
+        ExitCode.TIMEOUT,
+        {"smoke.strategy": (FAIL, ExitCode.TIMEOUT)},
+    ),
+    "child crashes in the all-reduce": (
+        lambda tmp: _run(
+            [
+                *_records(drop_from="allreduce"),
+                {
+                    "stage": "error",
+                    "during": "allreduce",
+                    "error": "InternalError: NCCL error: unhandled cuda error",
+                },
+            ],
+            returncode=4,
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.COLLECTIVE_FAILED,
+        {
+            "smoke.allreduce_exact": (FAIL, ExitCode.COLLECTIVE_FAILED),
+            "smoke.allreduce_bandwidth": (SKIP, ExitCode.OK),
+        },
+    ),
+    "child killed by a signal during fit": (
+        lambda tmp: _run(_records(drop_from="fit"), returncode=-11, tmp=tmp),
+        {},
+        ExitCode.TRAINING_FAILED,
+        {"smoke.training": (FAIL, ExitCode.TRAINING_FAILED)},
+    ),
+    "TensorFlow does not import in the child": (
+        lambda tmp: _run(
+            [{"stage": "error", "during": "import", "error": "ImportError: libcudart.so.12"}],
+            returncode=3,
+            tmp=tmp,
+        ),
+        {},
+        ExitCode.TF_IMPORT_FAILED,
+        {"smoke.strategy": (FAIL, ExitCode.TF_IMPORT_FAILED)},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenario(name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    make, settings, verdict, expected = SCENARIOS[name]
+    by_id, code = judge(monkeypatch, make(tmp_path), **settings)
+    assert code == verdict
+    for check_id, (status, exit_code) in expected.items():
+        result = by_id[check_id]
+        assert (result.status, result.code) == (status, exit_code), result.summary
+
+
+def test_the_healthy_summaries_say_what_was_proven(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    by_id, _ = judge(monkeypatch, _run(_records(), tmp=tmp_path))
+    assert by_id["smoke.strategy"].summary == (
+        "MirroredStrategy with 2 replica(s) on CPU:0, CPU:1, global batch 32;"
+        " all-reduce: collective all-reduce (RING); the model was built in its scope"
+    )
+    assert by_id["smoke.accuracy"].summary == "final val_binary_accuracy 0.9609 >= 0.9"
+    assert by_id["smoke.allreduce_bandwidth"].summary == (
+        "64 MiB all-reduce on 2 replicas (collective all-reduce (RING)): algbw 1.62 GB/s, busbw 1.62 GB/s"
+        " (CPU dry run: memory copies, not GPU links)"
+    )
+
+
+def test_a_hang_reports_what_the_child_printed_and_its_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    by_id, _ = judge(
+        monkeypatch, _run(_records(drop_from="fit"), timed_out=True, returncode=-9, tmp=tmp_path)
+    )
+    hang = by_id["smoke.training"]
+    assert hang.summary.startswith("the smoke test did not finish model.fit within --timeout 600 s")
+    assert "last output: 'Epoch 1/3'" in hang.summary
+    assert hang.details["output_tail"] == ["replicas=2", "global_batch=32", "Epoch 1/3"]
+    assert hang.details["log_path"] == str(tmp_path / "child.log")
+    assert hang.details["child_exit"] == "killed by SIGKILL"
+    assert "NCCL_DEBUG=INFO" in hang.hint
+
+
+def test_oom_hint_and_tensorflows_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    make = SCENARIOS["fit runs out of memory"][0]
+    by_id, _ = judge(monkeypatch, make(tmp_path))
+    training = by_id["smoke.training"]
+    assert training.summary == (
+        "model.fit raised ResourceExhaustedError: OOM when allocating tensor with shape[64,1024]"
+    )
+    assert "out of GPU memory" in training.hint
+
+
+def test_a_truncated_last_result_line_is_ignored() -> None:
+    text = json.dumps(RECORDED[0]) + "\n" + json.dumps(RECORDED[1])[:50]
+    parsed = results.parse(text)
+    assert list(parsed.stages) == ["strategy"]
+    assert parsed.unreadable_lines == 1
+    assert parsed.in_progress() == "fit"
+
+
+def test_in_progress_is_none_once_the_child_is_done() -> None:
+    parsed = results.parse("\n".join(json.dumps(r) for r in RECORDED))
+    assert parsed.done and parsed.in_progress() is None
+    assert results.read(Path("/nonexistent/results.jsonl")).in_progress() == "strategy"
