@@ -1,0 +1,126 @@
+"""The child's own checks: the numpy comparisons directly, the TensorFlow side on real logical CPU devices."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tfdist_validate.smoke.child_checks import compare_components, compare_exact, exact_pattern
+from tfdist_validate.smoke.spec import ChildSpec, finite_json
+
+
+def test_identical_copies_compare_equal_bit_for_bit() -> None:
+    a = np.array([0.1, -0.0, 3.0], dtype=np.float32)
+    assert compare_components([a, a.copy(), a.copy()]) is None
+
+
+def test_one_ulp_is_a_difference() -> None:
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    b = a.copy()
+    b[1] = np.nextafter(b[1], np.float32(3.0))
+    difference = compare_components([a, b])
+    assert difference is not None and 0 < difference < 1e-6
+
+
+def test_signed_zero_counts_as_a_different_bit_pattern() -> None:
+    # "bit for bit": -0.0 == 0.0 numerically, but a replica holding it did a different computation
+    assert compare_components([np.zeros(2, np.float32), -np.zeros(2, np.float32)]) == 0.0
+
+
+def test_shape_mismatch_is_infinite() -> None:
+    assert compare_components([np.zeros(2), np.zeros(3)]) == float("inf")
+
+
+def test_exact_pattern_sums_stay_exact_for_64_replicas() -> None:
+    pattern = exact_pattern()
+    total = np.zeros_like(pattern)
+    for replica in range(64):  # any order of addition, here the worst: one by one
+        total += pattern * np.float32(replica + 1)
+    expected = pattern * np.float32(64 * 65 // 2)
+    assert compare_exact([total], expected) == []
+
+
+def test_compare_exact_names_the_replica_and_element() -> None:
+    expected = exact_pattern() * np.float32(3)
+    bad = expected.copy()
+    bad[5] += np.float32(0.25)
+    assert compare_exact([expected, bad], expected) == [
+        {"replica": 1, "index": 5, "got": float(bad[5]), "want": float(expected[5])}
+    ]
+    assert compare_exact([expected.astype(np.float64)], expected)[0]["index"] is None
+
+
+def test_spec_round_trip_and_devices() -> None:
+    spec = ChildSpec("/tmp/r.jsonl", None, 2, 3, 16, 64.0, 100.0)
+    assert ChildSpec.from_json(spec.to_json()) == spec
+    assert spec.strategy_devices() == ["/cpu:0", "/cpu:1"]
+    restricted = ChildSpec("/tmp/r.jsonl", ("/cpu:1",), 2, 3, 16, 64.0, 100.0)
+    assert ChildSpec.from_json(restricted.to_json()).strategy_devices() == ["/cpu:1"]
+    assert ChildSpec("/tmp/r.jsonl", None, None, 3, 16, 64.0, 100.0).strategy_devices() is None
+
+
+def test_finite_json_turns_nan_into_null() -> None:
+    assert finite_json({"loss": float("nan"), "x": [float("inf"), 1.5], "t": (1,)}) == {
+        "loss": None,
+        "x": [None, 1.5],
+        "t": [1],
+    }
+
+
+# Runs in a fresh interpreter: logical devices must be configured before TensorFlow initialises its runtime.
+_REAL_TF = textwrap.dedent(
+    """
+    import json
+    import tensorflow as tf
+    from tfdist_validate.smoke import child_checks
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    strategy = tf.distribute.MirroredStrategy(devices=["/cpu:0", "/cpu:1"])
+    with strategy.scope():
+        kept = tf.Variable(tf.ones((3, 2)), name="kept")
+        broken = tf.Variable(tf.ones((4,)), name="broken")
+    outside = tf.Variable(1.0, name="outside")
+    healthy = child_checks.replicas_in_sync(tf, strategy, [kept])
+    # what a broken gradient all-reduce leaves behind: replica 1 applied a different update
+    strategy.experimental_local_results(broken)[1].assign([1.0, 1.0, 1.5, 1.0])
+    desynced = child_checks.replicas_in_sync(tf, strategy, [kept, broken])
+    unscoped = child_checks.replicas_in_sync(tf, strategy, [kept, outside])
+    print(json.dumps({
+        "healthy": healthy,
+        "desynced": desynced,
+        "unscoped": unscoped,
+        "allreduce": child_checks.allreduce_exact(tf, strategy),
+        "cross_device_ops": child_checks.describe_cross_device_ops(strategy),
+    }))
+    """
+)
+
+
+@pytest.mark.slow
+def test_real_mirrored_variables_all_reduce_and_implementation() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _REAL_TF], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["healthy"]["ok"] and found["healthy"]["variables_checked"] == 1
+    desynced = found["desynced"]
+    assert not desynced["ok"] and desynced["mismatched_count"] == 1
+    assert desynced["mismatched"][0]["variable"].startswith("broken")
+    assert desynced["mismatched"][0]["max_abs_diff"] == 0.5
+    assert found["unscoped"]["not_mirrored"] == ["outside:0"] and not found["unscoped"]["ok"]
+    allreduce = found["allreduce"]
+    assert allreduce["ok"] and allreduce["wrong"] == []
+    assert allreduce["first_values"] == [0.75, 0.75]  # 0.25 * (1 + 2), on each replica
+    assert found["cross_device_ops"] == {
+        "class": "CollectiveAllReduce",
+        "implementation": "RING",
+        "name": "collective all-reduce (RING)",
+        "reduce_to_device": None,
+    }
