@@ -5,13 +5,23 @@ Everything above it receives a `Probes` object, so tests can inject recorded rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tfdist_validate.probes.commands import CommandRunner, run_command
 from tfdist_validate.probes.nvml import NvmlProbe
 from tfdist_validate.probes.nvml import collect as collect_nvml
-from tfdist_validate.probes.tf_facts import TfFactsProbe
-from tfdist_validate.probes.tf_facts import collect as collect_tf_facts
+
+if TYPE_CHECKING:
+    from tfdist_validate.probes.tf_facts import TfFacts, TfFactsProbe
+
+
+def collect_tf_facts(env: Mapping[str, str], timeout_s: float) -> TfFacts:
+    # imported here so that `python -m tfdist_validate.probes.tf_facts` (the child) is not imported twice
+    from tfdist_validate.probes import tf_facts
+
+    return tf_facts.collect(env, timeout_s)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.report import host_schema
 from tfdist_validate.report.json_report import SCHEMA_VERSION
 from tfdist_validate.result import Layer, Status
 from tfdist_validate.smoke.spec import STAGES
@@ -28,17 +29,6 @@ _CHECK = {
         "duration_s": {"type": "number", "minimum": 0},
         "details": {"type": "object"},
         "blocked_by": _STRING_OR_NULL,
-    },
-}
-
-_GPU = {
-    "type": "object",
-    "properties": {
-        "index": {"type": "integer", "minimum": 0},
-        "name": {"type": "string"},
-        "uuid": {"type": "string"},
-        "memory_total_mib": _NUMBER_OR_NULL,
-        "compute_capability": _STRING_OR_NULL,
     },
 }
 
@@ -203,15 +193,8 @@ SCHEMA: dict[str, Any] = {
                 "check": _STRING_OR_NULL,
             },
         },
-        "host": {
-            "type": "object",
-            "properties": {
-                "runtime": {"type": "object"},
-                "driver": {"type": "object"},
-                "gpus": {"type": "array", "items": _GPU},
-            },
-        },
-        "tensorflow": {"type": "object"},
+        "host": host_schema.HOST,
+        "tensorflow": host_schema.TENSORFLOW,
         "checks": {"type": "array", "items": _CHECK},
         "smoke": {"anyOf": [{"type": "null"}, _SMOKE]},
         "cluster": {"type": ["object", "null"]},

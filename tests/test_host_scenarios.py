@@ -1,0 +1,238 @@
+# ruff: noqa: E501  (the scenario table reads best one case per block)
+"""Each kind of host gives its contract exit code, decided by the right check, with the fix for that host.
+
+Table-driven over tests/hosts.py scenarios: trees built from real /proc and /dev outputs, NVML answering from
+recorded nvidia-smi captures, TensorFlow's answer recorded from the real probe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import jsonschema
+import pynvml
+import pytest
+
+import hosts
+from tfdist_validate.probes import Probes
+from tfdist_validate.report.schema import SCHEMA
+
+TF = hosts.recorded_tf
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    host: Callable[[Path], hosts.Host]
+    probes: Callable[[list[str]], Probes]
+    code: int
+    decided_by: str | None
+    hint: tuple[str, ...] = ()  # substrings of the verdict's hint (the fix)
+    summary: tuple[str, ...] = ()
+    options: dict[str, str] = field(default_factory=dict)
+
+
+def p(
+    nvml: Callable[[], hosts.FakeNvml] | None = None,
+    smi: hosts.Callable = hosts.SMI_MISSING,  # type: ignore[name-defined]
+    tf: Callable[[], hosts.TfFacts] | None = None,
+) -> Callable[[list[str]], Probes]:
+    return lambda calls: hosts.probes(nvml() if nvml else None, smi, tf() if tf else None, calls)
+
+
+def err(code: int) -> Callable[[], hosts.FakeNvml]:
+    return lambda: hosts.nvml_failing(code)
+
+
+HEALTHY_2 = p(hosts.nvml_two_healthy, tf=lambda: TF(gpus=2))
+CASES = [
+    # --- runtime layer: decided from the files under --root alone
+    Case("bare host, no driver", hosts.bare_host_no_driver, p(), 10, "runtime.gpu_access",
+         ("install the NVIDIA driver", "modprobe nvidia"), ("no NVIDIA driver on this host",)),
+    Case("docker without --gpus", hosts.docker_without_gpus, p(), 11, "runtime.gpu_access",
+         ("docker run --gpus all", "nvidia-ctk runtime configure --runtime=docker", "systemctl restart docker",
+          "deploy.resources.reservations.devices", hosts.real("docker-error_no-gpu-device-driver.txt")[47:90]),
+         ("docker container without GPU access", "host's NVIDIA driver 565.57.01 is loaded")),
+    Case("docker without --gpus on a host without driver", lambda r: hosts.docker_without_gpus(r, False), p(),
+         11, "runtime.gpu_access", ("docker run --gpus all",)),
+    Case("podman without CDI device", hosts.podman_without_gpus, p(), 11, "runtime.gpu_access",
+         ("--device nvidia.com/gpu=all", "nvidia-ctk cdi generate")),
+    Case("kubernetes pod without a GPU limit", lambda r: hosts.kubernetes_pod(r, gpus=False), p(), 11,
+         "runtime.gpu_access", ("nvidia.com/gpu", "device plugin"), ("Kubernetes pod without GPU access",)),
+    Case("WSL2 without the Windows driver's libraries", lambda r: hosts.wsl2(r, working=False), p(), 12,
+         "runtime.gpu_access", ("NVIDIA driver on Windows", "never install a Linux NVIDIA driver inside WSL")),
+    Case("WSL1", hosts.wsl1, p(), 12, "runtime.gpu_access", ("wsl --set-version",)),
+    # --- driver layer: NVML's error, mapped for this kind of host
+    Case("host: kernel module not loaded", hosts.bare_host_with_driver,
+         p(err(pynvml.NVML_ERROR_DRIVER_NOT_LOADED), hosts.smi_error("nvidia-smi-error_no-driver-communication.txt", 9)),
+         10, "driver.nvml", ("modprobe nvidia",), ("Driver Not Loaded",)),
+    Case("host: driver/library version mismatch", hosts.bare_host_with_driver,
+         p(err(pynvml.NVML_ERROR_LIB_RM_VERSION_MISMATCH),
+           hosts.smi_error("nvidia-smi-error_driver-library-version-mismatch.txt", 255)),
+         10, "driver.nvml", ("reboot",), ("different versions",)),
+    Case("host: no permission", hosts.bare_host_with_driver, p(err(pynvml.NVML_ERROR_NO_PERMISSION)), 10,
+         "driver.nvml", ("/dev/nvidia*",), ("Insufficient Permissions",)),
+    Case("container after systemd daemon-reload", hosts.docker_with_toolkit,
+         p(err(pynvml.NVML_ERROR_UNKNOWN),
+           hosts.smi_error("nvidia-smi-error_nvml-unknown-error_container-after-daemon-reload.txt", 255)),
+         11, "driver.nvml", ("recreate the container", "create-dev-char-symlinks"),
+         ("Unknown Error", "nvidia-container-toolkit#48")),
+    Case("container without libnvidia-ml", hosts.docker_with_toolkit,
+         p(err(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND),
+           hosts.smi_error("nvidia-smi-error_libnvidia-ml-not-found_container.txt", 12)),
+         11, "driver.nvml", ("--gpus all",), ("NVML Shared Library Not Found",)),
+    # --- TensorFlow layer
+    Case("healthy docker host with the toolkit, 2 GPUs", hosts.docker_with_toolkit, HEALTHY_2, 0, None),
+    Case("Kubernetes pod with 2 GPUs", lambda r: hosts.kubernetes_pod(r, gpus=True), HEALTHY_2, 0, None),
+    Case("WSL2 working, 2 GPUs", hosts.wsl2, p(hosts.nvml_wsl2_two_3090, tf=lambda: TF(gpus=2)), 0, None),
+    Case("driver too old for the build's CUDA", hosts.docker_with_toolkit,
+         p(hosts.nvml_old_driver, tf=lambda: TF(gpus=1)), 13, "tensorflow.driver_compat",
+         ("upgrade the host's NVIDIA driver", "525.60.13"), ("supports only CUDA 11.7", "12.5.1")),
+    Case("driver sees GPUs, TensorFlow none (real probe record)", hosts.docker_with_toolkit,
+         p(hosts.nvml_two_healthy), 22, "tensorflow.gpus_visible", ("tensorflow[and-cuda]==2.21.0",),
+         ("the driver sees 2 GPU(s), TensorFlow none", "cuInit")),
+    Case("TensorFlow names the library it could not load", hosts.docker_with_toolkit,
+         p(hosts.nvml_two_healthy, tf=lambda: TF(log_fixture="tf-log_cannot-dlopen_nvidia-tensorflow-110.txt")),
+         22, "tensorflow.gpus_visible", ("CUDA 12.5.1",), ("libcusolver.so.11", "libnvJitLink.so.12")),
+    Case("TensorFlow cannot be imported", hosts.docker_with_toolkit,
+         p(hosts.nvml_two_healthy,
+           tf=lambda: hosts.TfFacts(False, import_error="ModuleNotFoundError: No module named 'tensorflow'")),
+         20, "tensorflow.import", ("pip install",), ("No module named 'tensorflow'",)),
+    Case("CPU-only TensorFlow build", hosts.docker_with_toolkit,
+         p(hosts.nvml_two_healthy, tf=lambda: replace(TF(), built_with_cuda=False, build_info={})),
+         21, "tensorflow.cuda_build", ("tensorflow[and-cuda]",), ("built without CUDA",)),
+    Case("GPU newer than every cubin and no PTX", hosts.docker_with_toolkit,
+         # the recorded 2.21 build list without its compute_90 entry, to exercise the rule on H100s (9.0)
+         p(hosts.nvml_h100s, tf=lambda: replace(TF(gpus=2), build_info={
+             **TF().build_info, "cuda_compute_capabilities": ["sm_60", "sm_70", "sm_80", "sm_89"]})),
+         23, "tensorflow.compute_cap", ("sm_90",), ("compute capability 9.0",)),
+    # --- health and count
+    Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
+         p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
+         ("805 aggregate uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("one GPU lost: TensorFlow sees one, --min-gpus 2", hosts.docker_with_toolkit,
+         p(hosts.nvml_one_gpu_lost, tf=lambda: TF(gpus=1)), 30, "devices.count", ("--min-gpus",),
+         ("1 usable GPU(s) (/gpu:0), fewer than --min-gpus 2",)),
+    Case("MIG: one device", hosts.docker_one_gpu, p(hosts.nvml_mig, tf=lambda: TF(gpus=1)), 30, "devices.count"),
+    Case("--devices names a GPU that does not exist", hosts.docker_with_toolkit, HEALTHY_2, 30, "devices.count",
+         summary=("--devices names /gpu:3",), options={"devices": "/gpu:0,/gpu:3"}),
+    Case("CUDA_VISIBLE_DEVICES=-1 hides every GPU", hosts.docker_with_toolkit, p(hosts.nvml_two_healthy), 22,
+         "tensorflow.gpus_visible", ("unset CUDA_VISIBLE_DEVICES",), ("hides every GPU",)),
+    # --- dry run: GPU layers skipped, the same min-gpus rule on logical CPU devices
+    Case("dry run, 1 replica, --min-gpus 2", hosts.docker_without_gpus, p(), 30, "devices.count",
+         options={"cpu_replicas": "1"}),
+    Case("dry run, 2 replicas in a GPU-less container", hosts.docker_without_gpus, p(), 0, None,
+         options={"cpu_replicas": "2"}),
+]  # fmt: skip
+
+
+def _host(case: Case, tmp_path: Path) -> hosts.Host:
+    host = case.host(tmp_path / "root")
+    if case.name.startswith("CUDA_VISIBLE_DEVICES"):
+        host.env["CUDA_VISIBLE_DEVICES"] = "-1"
+    return host
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_scenario_gives_its_exit_code_and_fix(case: Case, tmp_path: Path) -> None:
+    tf_calls: list[str] = []
+    result = hosts.run_check(_host(case, tmp_path), case.probes(tf_calls), tmp_path, **case.options)
+    verdict = result.report["verdict"]
+    assert (result.code, verdict["check"]) == (case.code, case.decided_by), result.stderr
+    for text in case.hint:
+        assert text in verdict["hint"]
+    for text in case.summary:
+        assert text in verdict["summary"]
+    jsonschema.validate(result.report, SCHEMA)
+    if case.decided_by and case.decided_by.split(".")[0] in ("runtime", "driver", "health"):
+        # every verdict below the TensorFlow layer arrives without TensorFlow
+        assert tf_calls == []
+        assert "visible_gpus=" not in result.stdout
+
+
+def test_healthy_host_reports_facts_and_the_reference_line(tmp_path: Path) -> None:
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), HEALTHY_2([]), tmp_path)
+    assert result.code == 0
+    assert result.stdout == "visible_gpus=2\n"
+    host = result.report["host"]
+    assert host["runtime"]["kind"] == "docker" and host["container"]["engine"] == "docker"
+    assert host["driver"] | {"nvidia_smi": None} == {
+        "source": "nvml",
+        "version": "595.71.05",
+        "cuda_version": "13.2",
+        "error": None,
+        "nvidia_smi": None,
+    }
+    assert [g["name"] for g in host["gpus"]] == [
+        "NVIDIA GeForce RTX 2080 SUPER",
+        "NVIDIA GeForce RTX 4080 SUPER",
+    ]
+    assert [g["compute_capability"] for g in host["gpus"]] == ["7.5", "8.9"]
+    assert host["replicas_planned"] == 2 and host["devices"] == ["/gpu:0", "/gpu:1"]
+    assert result.report["tensorflow"]["build_info"]["cuda_version"] == "12.5.1"
+
+
+def test_ptx_only_gpu_passes_with_a_jit_warning(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_h100s(), tf=TF(gpus=2))
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
+    check = result.check("tensorflow.compute_cap")
+    assert result.code == 0 and check["status"] == "warn"
+    assert "via PTX compute_90" in check["summary"] and "JIT-compiles" in check["summary"]
+
+
+def test_health_problems_warn_by_default(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_busy(), tf=TF(gpus=2))
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
+    check = result.check("health.gpus")
+    assert result.code == 0 and check["status"] == "warn"
+    assert "3 other process(es) hold 11052 MiB (pid 21180, 21181, 21198)" in check["summary"]
+
+
+def test_single_gpu_with_min_gpus_1_warns_one_replica(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_h100s(1), tf=TF(gpus=1))
+    result = hosts.run_check(hosts.docker_one_gpu(tmp_path / "root"), probe_set, tmp_path, min_gpus="1")
+    check = result.check("devices.count")
+    assert result.code == 0 and check["status"] == "warn"
+    assert "one replica is valid TensorFlow but not distributed training" in check["summary"]
+
+
+def test_devices_restricts_the_replicas(tmp_path: Path) -> None:
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"), HEALTHY_2([]), tmp_path, devices="1", min_gpus="1"
+    )
+    assert result.code == 0
+    assert result.report["host"]["devices"] == ["/gpu:1"]
+    assert result.stdout == "visible_gpus=2\n"  # the reference counts TensorFlow's GPUs, not the selection
+
+
+def test_mig_is_named_by_the_driver_layer(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_mig(), tf=TF(gpus=1))
+    result = hosts.run_check(hosts.docker_one_gpu(tmp_path / "root"), probe_set, tmp_path)
+    check = result.check("driver.nvml")
+    assert check["status"] == "warn" and "MIG is enabled on GPU 0" in check["summary"]
+
+
+def test_lost_gpu_is_data_not_a_crash(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_one_gpu_lost(), tf=TF(gpus=1))
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
+    assert result.check("driver.nvml")["status"] == "warn"
+    assert (
+        "GPU 1 does not answer (NVMLError_GpuIsLost: GPU is lost)" in result.check("health.gpus")["summary"]
+    )
+    assert result.report["host"]["gpus"][1]["error"] == "NVMLError_GpuIsLost: GPU is lost"
+
+
+def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:
+    result = hosts.run_check(
+        hosts.docker_without_gpus(tmp_path / "root"), hosts.probes(), tmp_path, cpu_replicas="2"
+    )
+    statuses = {c["id"]: c["status"] for c in result.report["checks"]}
+    assert statuses["runtime.environment"] == "pass" and statuses["tensorflow.import"] == "pass"
+    for check_id in ("runtime.gpu_access", "driver.nvml", "health.gpus", "tensorflow.gpus_visible"):
+        assert statuses[check_id] == "skip"
+        assert "not checked in a --cpu-replicas dry run" in result.check(check_id)["summary"]
+    assert result.report["host"]["runtime"]["kind"] == "docker"
+    assert result.report["host"]["devices"] == ["/cpu:0", "/cpu:1"]
+    assert result.stdout == "visible_gpus=0\n"
