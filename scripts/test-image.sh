@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Run a built CPU-flavour image the way users do and hold it to the contract (`make test-image` builds it first).
+# Containers get no GPU and no network (--network none): exactly "a container started without --gpus".
+#
+#   check --json -               exit 11, stdout is the JSON report alone, tool.image names this image
+#   run --cpu-replicas 2 --json -  exit 0, the reference table on stderr digit for digit, JSON alone on stdout
+#   SIGTERM during a run         the validator (not tini, not the shell) gets it: exit 50 (TIMEOUT)
+#   plus: non-root user, OCI labels, argument pass-through, the entrypoint's stderr-only logging
+#
+# Usage: scripts/test-image.sh IMAGE EXPECTED_VERSION      (ENGINE=podman by default; PYTHON for JSON checks)
+set -euo pipefail
+
+image=${1:?usage: test-image.sh IMAGE EXPECTED_VERSION}
+version=${2:?usage: test-image.sh IMAGE EXPECTED_VERSION}
+engine=${ENGINE:-podman}
+python=${PYTHON:-python3}
+work=$(mktemp -d)
+trap 'rm -rf "${work}"' EXIT
+failures=0
+
+log() { printf 'test-image: %s\n' "$*" >&2; }
+ok() { printf 'ok    %s\n' "$*"; }
+bad() { printf 'FAIL  %s\n' "$*"; failures=$((failures + 1)); }
+
+# podman here runs without a daemon: runc directly, and the ulimits spelled out because this sandbox's defaults
+# are higher than runc may set. With docker these flags are harmless.
+run_flags=(--rm --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+engine_flags=()
+if [[ "${engine}" == podman ]]; then engine_flags=(--runtime runc); fi
+
+# run NAME ARGS...: the container's stdout, stderr and exit code land in ${work}/NAME.{out,err,rc}.
+run() {
+    local name=$1 rc=0
+    shift
+    "${engine}" "${engine_flags[@]}" run "${run_flags[@]}" "$@" > "${work}/${name}.out" 2> "${work}/${name}.err" || rc=$?
+    echo "${rc}" > "${work}/${name}.rc"
+}
+
+show() {
+    printf -- '---- %s (exit %s): stderr tail\n' "$1" "$(cat "${work}/$1.rc")"
+    tail -n 25 "${work}/$1.err"
+}
+
+expect_rc() {
+    local name=$1 want=$2 got
+    got=$(cat "${work}/${name}.rc")
+    if [[ "${got}" == "${want}" ]]; then ok "${name}: exit ${got}"; else bad "${name}: exit ${got}, want ${want}"; show "${name}"; fi
+}
+
+# json_check NAME PYTHON-EXPR...: stdout must parse as one JSON document; each expression (over `r`) must hold.
+json_check() {
+    local name=$1
+    shift
+    if "${python}" - "${work}/${name}.out" "$@" <<'PY'; then ok "${name}: stdout is one JSON document; $# facts hold"; else bad "${name}: JSON checks"; fi
+import json, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+try:
+    r = json.loads(text)
+except ValueError as err:
+    print(f"      stdout is not JSON alone ({err}); it starts: {text[:200]!r}")
+    sys.exit(1)
+failed = [expr for expr in sys.argv[2:] if not eval(expr, {"r": r})]
+for expr in failed:
+    print(f"      does not hold: {expr}")
+sys.exit(1 if failed else 0)
+PY
+}
+
+log "${image}: check"
+run check "${image}" check --json -
+expect_rc check 11
+json_check check \
+    'r["verdict"]["code"] == 11' 'r["verdict"]["name"] == "CONTAINER_NO_GPU"' \
+    "r[\"tool\"][\"image\"][\"version\"] == \"${version}\"" 'r["tool"]["image"]["revision"] != ""'
+
+log "${image}: run --cpu-replicas 2 (trains the reference model: about a minute)"
+run dry-run "${image}" run --cpu-replicas 2 --json -
+expect_rc dry-run 0
+json_check dry-run \
+    'r["verdict"]["code"] == 0' 'r["smoke"]["replicas"] == 2' 'r["smoke"]["global_batch"] == 32' \
+    '"%.4f" % r["smoke"]["final_val_binary_accuracy"] == "0.9609"'
+# The reference document's table (2 replicas, seed 7); with --json - the human output is on stderr.
+for line in 'replicas=2' 'global_batch=32' \
+    'binary_accuracy: 0.7930 - loss: 0.4713 - val_binary_accuracy: 0.8750 - val_loss: 0.2806' \
+    'binary_accuracy: 0.9570 - loss: 0.1509 - val_binary_accuracy: 0.9219 - val_loss: 0.1358' \
+    'binary_accuracy: 0.9727 - loss: 0.0716 - val_binary_accuracy: 0.9609 - val_loss: 0.0717' \
+    'final_val_binary_accuracy=0.9609'; do
+    if grep -qF -- "${line}" "${work}/dry-run.err"; then ok "dry-run prints: ${line}"; else bad "dry-run lacks: ${line}"; fi
+done
+
+log "${image}: pass-through and identity"
+run exit-codes "${image}" tfdist-validate exit-codes --json
+expect_rc exit-codes 0
+json_check exit-codes 'any(c["code"] == 11 and c["name"] == "CONTAINER_NO_GPU" for c in r)'
+if [[ "$(wc -l < "${work}/exit-codes.err")" -le 1 ]] && grep -q '^tfdist-entrypoint: ' "${work}/exit-codes.err"; then
+    ok "the entrypoint logs one line, to stderr"
+else
+    bad "entrypoint stderr: $(head -c 300 "${work}/exit-codes.err")"
+fi
+run whoami "${image}" id -u
+if [[ "$(cat "${work}/whoami.out")" == 10001 ]]; then ok "runs as uid 10001"; else bad "runs as uid $(cat "${work}/whoami.out")"; fi
+run bogus "${image}" no-such-command
+expect_rc bogus 2
+labels=$("${engine}" image inspect --format \
+    '{{index .Labels "org.opencontainers.image.version"}} {{index .Labels "org.opencontainers.image.revision"}}' "${image}")
+if [[ "${labels%% *}" == "${version}" && -n "${labels#* }" ]]; then ok "OCI labels: ${labels}"; else bad "OCI labels: '${labels}'"; fi
+
+log "${image}: SIGTERM reaches the validator"
+name="tfdist-sigterm-$$"
+"${engine}" "${engine_flags[@]}" run -d --name "${name}" "${run_flags[@]:1}" "${image}" run --cpu-replicas 2 > /dev/null
+sleep 10
+"${engine}" stop --time 60 "${name}" > /dev/null
+rc=$("${engine}" wait "${name}" 2>/dev/null || "${engine}" inspect --format '{{.State.ExitCode}}' "${name}")
+"${engine}" logs "${name}" > "${work}/sigterm.err" 2>&1 || true
+"${engine}" rm -f "${name}" > /dev/null 2>&1 || true
+if [[ "${rc}" == 50 ]]; then ok "SIGTERM: exit 50 (TIMEOUT), the verdict written"; else bad "SIGTERM: exit ${rc}, want 50"; tail -n 15 "${work}/sigterm.err"; fi
+
+if [[ ${failures} -gt 0 ]]; then
+    log "${failures} check(s) failed"
+    exit 1
+fi
+log "all checks passed"
