@@ -33,9 +33,9 @@ _DIED_CODE = {
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
 _HANG_HINT = (
-    "if epoch lines were still coming, raise --timeout; a collective that never completes is usually NCCL: rerun with NCCL_DEBUG=INFO, check"
-    " `nvidia-smi topo -m` and try NCCL_P2P_DISABLE=1 (peer-to-peer over a broken PCIe/IOMMU path);"
-    f" {NCCL_DOCS}"
+    "if epoch lines were still coming, raise --timeout; a collective that never completes is usually"
+    " NCCL: rerun with NCCL_DEBUG=INFO, check `nvidia-smi topo -m` and try NCCL_P2P_DISABLE=1"
+    f" (peer-to-peer over a broken PCIe/IOMMU path); {NCCL_DOCS}"
 )
 _COLLECTIVE_HINT = (
     f"rerun with NCCL_DEBUG=INFO and read the child's log (in the report's smoke.log); {NCCL_DOCS}"
@@ -43,7 +43,10 @@ _COLLECTIVE_HINT = (
 
 
 def _first_line(text: str, limit: int = 300) -> str:
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()] or [""]
+    line = lines[0]
+    if line.endswith("in user code:"):  # a tf.function traceback: TensorFlow's message is its last line
+        line = lines[-1]
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 

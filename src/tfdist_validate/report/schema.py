@@ -123,6 +123,7 @@ _SMOKE = _closed(
             {
                 **_SMOKE_STAGE,
                 "error": {"type": "string"},
+                "reason": {"type": "string"},
                 "size_bytes": _INT_1,
                 "iterations": _INT_1,
                 "time_s": _SECONDS,
