@@ -160,7 +160,8 @@ def _summary(snapshot: DriverSnapshot) -> str:
         if not g.error
     )
     count = sum(1 for g in snapshot.gpus if not g.error)
-    return f"driver {snapshot.driver_version}{cuda} via {snapshot.source}; {count} GPU(s): {gpus}"
+    source = "NVML" if snapshot.source == "nvml" else snapshot.source
+    return f"driver {snapshot.driver_version}{cuda} via {source}; {count} GPU(s): {gpus}"
 
 
 def _cross_check(nvml: DriverSnapshot, smi: SmiAnswer) -> list[str]:

@@ -11,7 +11,13 @@ import re
 from tfdist_validate.checks import host_state
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host.cuda_compat import MINIMUM_DRIVER, coverage, driver_runs_cuda, version_tuple
+from tfdist_validate.host.cuda_compat import (
+    MINIMUM_DRIVER,
+    coverage,
+    driver_runs_cuda,
+    show_version,
+    version_tuple,
+)
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes.tf_facts import TfFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
@@ -108,8 +114,9 @@ def check_driver_compat(ctx: Context) -> Outcome:
 def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
     major = (version_tuple(build_cuda) or (0,))[0]
     floors = MINIMUM_DRIVER.get(major)
-    floor = f" (CUDA {major}.x: Linux >= {'.'.join(map(str, floors[0]))})" if floors else ""
     wsl = runtime is not None and runtime.wsl2
+    system, minimum = ("Windows", floors[1]) if wsl and floors else ("Linux", floors[0] if floors else ())
+    floor = f" (CUDA {major}.x: {system} >= {show_version(minimum)})" if floors else ""
     in_container = runtime is not None and runtime.in_container
     where = (
         "the Windows NVIDIA driver" if wsl else "the host's NVIDIA driver" if in_container else "the driver"

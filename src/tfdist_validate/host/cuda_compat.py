@@ -27,7 +27,7 @@ def version_tuple(text: str | None) -> tuple[int, ...] | None:
     return tuple(int(p) for p in parts) if parts else None
 
 
-def _show(version: tuple[int, ...]) -> str:
+def show_version(version: tuple[int, ...]) -> str:
     return ".".join(f"{v:02d}" if i == 2 else str(v) for i, v in enumerate(version))
 
 
@@ -51,7 +51,9 @@ def driver_runs_cuda(
         return Compat(True, False, f"driver supports CUDA {driver_cuda} >= build's {build_cuda}")
     if have_major < need_major:
         minimum = MINIMUM_DRIVER.get(need_major)
-        floor = f" (CUDA {need_major}.x needs driver >= {_show(minimum[int(windows)])})" if minimum else ""
+        floor = (
+            f" (CUDA {need_major}.x needs driver >= {show_version(minimum[int(windows)])})" if minimum else ""
+        )
         return Compat(
             False, False, f"driver supports only CUDA {driver_cuda}; the build needs {build_cuda}{floor}"
         )
@@ -62,7 +64,7 @@ def driver_runs_cuda(
         return Compat(
             False,
             False,
-            f"driver {driver_version} (CUDA {driver_cuda}) is below {_show(minimum[int(windows)])},"
+            f"driver {driver_version} (CUDA {driver_cuda}) is below {show_version(minimum[int(windows)])},"
             f" the minimum for CUDA {need_major}.x minor-version compatibility; the build needs {build_cuda}",
         )
     return Compat(
