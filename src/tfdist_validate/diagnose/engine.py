@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from tfdist_validate.diagnose.signatures import CONTEXTS, Signature, Table, load
+from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Pattern, Signature, Table, load
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer
 
 MAX_LINES_KEPT = 3  # example lines kept per finding
-MAX_MATCH_CHARS = 8192  # a pathological line is matched on its first 8 KiB only
+MAX_MATCH_CHARS = 64 * 1024  # the reader's chunk: longer lines arrive as several chunks
+GATE_MIN_NEEDLE = 4  # shorter literals occur in almost every line: no use as a prefilter
 MAX_SHOWN_CHARS = 240
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -134,15 +135,88 @@ class _Hits:
             self.lines.append(line)
 
 
+_WORD = re.compile(r"\w+")
+# Words too common in ordinary TensorFlow / Python logs to be worth anything as a gate.
+_COMMON_WORDS = frozenset(
+    [
+        "tensorflow",
+        "cuda",
+        "device",
+        "devices",
+        "driver",
+        "drivers",
+        "error",
+        "errors",
+        "failed",
+        "warning",
+        "kernel",
+        "module",
+        "runtime",
+        "platform",
+        "packages",
+        "python",
+        "library",
+        "libraries",
+        "memory",
+        "found",
+        "because",
+        "available",
+        "running",
+        "create",
+        "created",
+        "image",
+        "range",
+        "results",
+        "common",
+        "default",
+        "training",
+        "engine",
+        "local",
+        "files",
+        "install",
+        "version",
+        "versions",
+        "compute",
+        "operations",
+        "dynamic",
+        "initialize",
+    ]
+)
+_MIN_ANCHOR = 5
+
+
+def anchor_word(needle: str) -> str | None:
+    """The longest whole word inside `needle` (a word with a non-word character on both sides within the
+    needle, so it is a complete word wherever the needle occurs), ignoring very common words; a long
+    identifier that is the whole needle counts too (error names are never part of longer words)."""
+    if _WORD.fullmatch(needle) and len(needle) >= 2 * _MIN_ANCHOR:
+        return needle  # an identifier such as ncclsystemerror or cuda_error_no_device: always a token
+    best = None
+    for match in _WORD.finditer(needle):
+        start, end = match.span()
+        if start == 0 or end == len(needle):  # may be part of a longer word in the line
+            continue
+        word = match.group()
+        if word in _COMMON_WORDS or len(word) < _MIN_ANCHOR:
+            continue
+        if best is None or len(word) > len(best):
+            best = word
+    return best
+
+
 def clean(text: str) -> str:
     """A log line as a reader sees it: no colour codes, no trailing blanks, progress-bar rewrites kept
     as spaces so a pattern cannot straddle them by accident."""
     return _ANSI.sub("", text).replace("\r", " ").replace("\x08", "").rstrip()
 
 
-def _shown(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 1] + "…"
+def _shown(text: str, at: int) -> str:
+    """The line as shown in the report: whole when short, else a window around the match at `at`."""
+    if len(text.strip()) <= MAX_SHOWN_CHARS:
+        return text.strip()
+    start = max(0, min(at - MAX_SHOWN_CHARS // 4, len(text) - MAX_SHOWN_CHARS + 2))
+    window = text[start : start + MAX_SHOWN_CHARS - 2].strip()
+    return ("…" if start > 0 else "") + window + ("…" if start + MAX_SHOWN_CHARS - 2 < len(text) else "")
 
 
 class Matcher:
@@ -153,24 +227,58 @@ class Matcher:
         self.hits: dict[str, _Hits] = {}
         self.evidence: dict[str, list[Line]] = {}
         self.lines_read = 0
+        # The gate: most log lines contain none of the literals any pattern needs, and then only the
+        # few patterns without a usable literal run. A set of whole words is tested with one C-level
+        # tokenisation (a regex alternation of ~200 literals costs ten times more per line).
+        items = self.table.signatures + self.table.evidence
+        anchors: set[str] = set()
+        substrings: set[str] = set()
+        always: list[tuple[Signature | Evidence, tuple[Pattern, ...]]] = []
+        for item in items:
+            unanchored = []
+            for pattern in item.patterns:
+                if len(pattern.needle) < GATE_MIN_NEEDLE:
+                    unanchored.append(pattern)
+                    continue
+                word = anchor_word(pattern.needle)
+                if word:
+                    anchors.add(word)
+                else:
+                    substrings.add(pattern.needle)
+            if unanchored:
+                always.append((item, tuple(unanchored)))
+        self._anchors = frozenset(anchors)
+        self._substrings = tuple(sorted(substrings))
+        self._always = always
+        self._all: list[tuple[Signature | Evidence, tuple[Pattern, ...]]] = [
+            (item, item.patterns) for item in items
+        ]
+
+    def _gate(self, lowered: str) -> bool:
+        if not self._anchors.isdisjoint(_WORD.findall(lowered)):
+            return True
+        return any(map(lowered.__contains__, self._substrings))
 
     def feed(self, number: int, raw: str) -> None:
-        self.lines_read += 1
+        self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
         text = clean(raw)
         if not text:
             return
         probe = text[:MAX_MATCH_CHARS]
         lowered = probe.lower()
         line: Line | None = None
-        for sig in self.table.signatures:
-            if any(p.search(probe, lowered) for p in sig.patterns):
-                line = line or Line(number, _shown(text))
-                self.hits.setdefault(sig.id, _Hits()).add(line)
-        for ev in self.table.evidence:
-            if any(p.search(probe, lowered) for p in ev.patterns):
-                seen = self.evidence.setdefault(ev.context, [])
+        candidates = self._all if self._gate(lowered) else self._always
+        for item, patterns in candidates:
+            match = next(filter(None, (p.search(probe, lowered) for p in patterns)), None)
+            if match is None:
+                continue
+            line = line or Line(number, _shown(text, match.start()))
+            if isinstance(item, Signature):
+                self.hits.setdefault(item.id, _Hits()).add(line)
+            else:
+                seen = self.evidence.setdefault(item.context, [])
                 if len(seen) < MAX_LINES_KEPT:
-                    seen.append(line or Line(number, _shown(text)))
+                    seen.append(line)
 
     def result(self) -> Diagnosis:
         contexts = set(self.evidence)
