@@ -506,7 +506,7 @@ def as_json(value: Any) -> Any:
 
 
 @dataclass
-class Outcome:
+class CheckRun:
     code: int
     report: dict[str, Any]
     stdout: str
@@ -516,7 +516,7 @@ class Outcome:
         return next(c for c in self.report["checks"] if c["id"] == check_id)
 
 
-def run_check(host: Host, probe_set: Probes, tmp: Path, **options: str) -> Outcome:
+def run_check(host: Host, probe_set: Probes, tmp: Path, **options: str) -> CheckRun:
     """`tfdist-validate check --root <tree> [--option value ...]` in-process, with the probes injected."""
     import io
 
@@ -529,4 +529,4 @@ def run_check(host: Host, probe_set: Probes, tmp: Path, **options: str) -> Outco
     resolved = replace(resolved, json=str(report_path))
     out, err = io.StringIO(), io.StringIO()
     code = app.execute("check", resolved, env, probes=probe_set, stdout=out, stderr=err)
-    return Outcome(code, json.loads(report_path.read_text()), out.getvalue(), err.getvalue())
+    return CheckRun(code, json.loads(report_path.read_text()), out.getvalue(), err.getvalue())
