@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
@@ -28,13 +29,24 @@ _TERMINATING = (signal.SIGTERM, signal.SIGINT)
 def signals_deferred() -> Iterator[None]:
     """Hold SIGTERM / SIGINT while cleaning up, so a second Ctrl-C cannot cut the kill-and-record short.
 
-    A signal that arrives meanwhile stays pending and is delivered (as `Terminated`, in app.py) on exit.
+    Done with Python-level handlers, not the thread's signal mask: the kernel would deliver a process-wide
+    signal to another thread (the whole-run watchdog's timer), and Python runs handlers in the main thread
+    anyway. A signal that arrives meanwhile is raised again on exit, to the handler app.py installed.
     """
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _TERMINATING)
+    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
+        yield
+        return
+    pending: list[int] = []
+    previous = {
+        sig: signal.signal(sig, lambda signum, _frame: pending.append(signum)) for sig in _TERMINATING
+    }
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)
 
 
 def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:

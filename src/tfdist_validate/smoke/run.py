@@ -95,7 +95,8 @@ def run_smoke(ctx: Context) -> SmokeRun:
     section["log"] = {"path": str(log_path), "tail": []}
     interrupted = False
     try:
-        child.start()
+        with signals_deferred():  # no window in which a child exists that stop() would not know of
+            child.start()
         section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
         child.relay_until(ctx.deadline.at)
     except BaseException as stop:  # Terminated (SIGTERM / SIGINT) from app.py: clean up below, then go on
