@@ -1,0 +1,228 @@
+"""`tfdist-validate diagnose`: whole real logs, context-dependent lines, the CLI, bad and huge input."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfdist_validate import cli
+from tfdist_validate.diagnose import diagnose
+from tfdist_validate.exitcodes import ExitCode
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+SCENARIOS = [
+    ("docker-tf-latest-gpu-without-gpus_tf-41785.log", ExitCode.CONTAINER_NO_GPU, "container"),
+    ("wsl1-tensorflow-directml_directml-18.log", ExitCode.WSL2_PASSTHROUGH, "wsl2"),
+    ("host-driver-module-missing_nvidia-docker-365.log", ExitCode.NO_DRIVER, None),
+    ("tf-2.17-startup-noise-only_relernn-63.log", ExitCode.OK, None),
+    ("mirroredstrategy-nccl-unhandled-cuda-error_tf-59890.log", ExitCode.COLLECTIVE_FAILED, None),
+    ("windows-native-tf-2.12-no-gpu_tf-60237.log", ExitCode.TF_NOT_CUDA_BUILD, "windows"),
+    ("cudnn-runtime-older-than-build_tf-60913.log", ExitCode.TF_NO_GPU, None),
+]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str], stdin: bytes = b"") -> tuple[int, str, str]:
+    old = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        code = cli.main(argv, env={})
+    finally:
+        sys.stdin = old
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize(("name", "code", "context"), SCENARIOS)
+def test_real_logs_name_their_cause(name: str, code: ExitCode, context: str | None) -> None:
+    result = diagnose((LOGS / name).read_text(encoding="utf-8"))
+    assert result.code == code
+    if context:
+        assert context in result.evidence
+
+
+def test_the_harmless_startup_log_reports_its_noise_as_harmless() -> None:
+    result = diagnose((LOGS / "tf-2.17-startup-noise-only_relernn-63.log").read_text(encoding="utf-8"))
+    assert result.failures == []
+    assert {f.signature.id for f in result.harmless} >= {
+        "factory-already-registered",
+        "cpu-instructions-notice",
+        "tensorrt-not-found",
+        "numa-node-negative",
+    }
+
+
+NVIDIA_SMI = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the"
+    " latest NVIDIA driver is installed and running."
+)
+
+
+@pytest.mark.parametrize(
+    ("evidence", "code"),
+    [
+        ("", ExitCode.NO_DRIVER),  # bare host: the most likely reading
+        ("mkuemmerer@2bf98ac6fa67:~$ nvidia-smi", ExitCode.CONTAINER_NO_GPU),  # bethgelab/docker#5
+        ("Linux version 5.15.90.1-microsoft-standard-WSL2", ExitCode.WSL2_PASSTHROUGH),  # WSL#9938
+        (
+            "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
+            ExitCode.CONTAINER_NO_GPU,
+        ),
+    ],
+)
+def test_one_line_means_different_things_in_different_places(evidence: str, code: ExitCode) -> None:
+    result = diagnose([evidence, NVIDIA_SMI])
+    assert result.code == code
+    finding = next(f for f in result.failures if f.signature.id == "nvidia-smi-no-driver")
+    if evidence:
+        assert finding.context is not None and finding.alternatives == ""
+    else:
+        # No evidence: the most likely cause, and what else it could be.
+        assert finding.context is None
+        assert "container" in finding.alternatives and "WSL2" in finding.alternatives
+
+
+def test_the_most_fundamental_cause_wins() -> None:
+    # A driver too old (driver layer) beats missing CUDA libraries (TensorFlow layer) and an OOM.
+    log = [
+        "ResourceExhaustedError: OOM when allocating tensor with shape[128,128,109,109] and type float on"
+        " /job:localhost/replica:0/task:0/device:GPU:1 by allocator GPU_1_bfc",
+        "Skipping registering GPU devices...",
+        ">> cudaGetDevice() failed. Status: CUDA driver version is insufficient for CUDA runtime version",
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.DRIVER_TOO_OLD
+    assert [int(f.code or 0) for f in result.failures] == [13, 22, 41]
+
+
+def test_windows_cpu_only_yields_to_missing_dlls_of_tf_2_10() -> None:
+    # TF <= 2.10 on Windows tries to load CUDA DLLs: then the DLLs, not the build, are the cause.
+    log = [
+        "Windows 10",
+        "2021-01-01 W tensorflow/stream_executor/platform/default/dso_loader.cc:60] Could not load dynamic"
+        " library 'cudart64_110.dll'; dlerror: cudart64_110.dll not found",
+        "Num GPUs Available:  0",
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.TF_NO_GPU
+    assert "windows-native-no-gpu" not in {f.signature.id for f in result.findings}
+
+
+def test_cli_human_output(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(["diagnose", str(LOGS / "docker-tf-latest-gpu-without-gpus_tf-41785.log")], capsys)
+    assert code == 11
+    assert err == ""
+    assert "FAIL  11 CONTAINER_NO_GPU: cuInit failed with an unknown error" in out
+    assert "  line 5: 2020-07-27 19:44:03.826179: E tensorflow" in out
+    assert "fix:" in out and "learnt from: https://github.com/" in out
+    assert out.rstrip().splitlines()[-1].startswith("verdict: 11 CONTAINER_NO_GPU")
+
+
+def test_cli_json_output(capsys: pytest.CaptureFixture[str]) -> None:
+    log = LOGS / "cudnn-runtime-older-than-build_tf-60913.log"
+    code, out, _ = _run(["diagnose", "--json", str(log)], capsys)
+    document = json.loads(out)
+    assert code == document["code"] == 22
+    assert document["name"] == "TF_NO_GPU"
+    first = document["failures"][0]
+    assert first["id"] == "cudnn-version-mismatch"
+    assert first["count"] == 2 and first["lines"][0]["line"] == 1
+    assert first["learnt_from"][0].startswith("https://")
+    assert set(document) >= {"tool", "source", "lines_read", "context", "warnings", "harmless"}
+
+
+def test_cli_reads_stdin(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["diagnose", "-"], capsys, stdin=b"Failed to initialize NVML: Unknown Error\n")
+    assert code == 11
+    assert "<stdin>" in out
+
+
+def test_cli_exit_0_for_a_clean_log(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = _run(["diagnose", "-"], capsys, stdin=b"Epoch 1/3\nfinal_val_binary_accuracy=0.9609\n")
+    assert code == 0
+    assert out.rstrip().endswith("verdict: 0 OK: no known failure in this log (0 warning(s))")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "NUL bytes"),
+        (gzip.compress(b"NCCL WARN x\n"), "gzip-compressed"),
+        (bytes(range(1, 32)) * 40, "control characters"),
+    ],
+)
+def test_cli_refuses_binary_input_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, message: str
+) -> None:
+    path = tmp_path / "log.bin"
+    path.write_bytes(content)
+    code, out, err = _run(["diagnose", str(path)], capsys)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and message in err and str(path) in err
+
+
+def test_cli_refuses_a_directory_and_a_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _run(["diagnose", str(tmp_path)], capsys)
+    assert code == 2 and "is a directory" in err and err.count("\n") == 1
+    code, _, err = _run(["diagnose", str(tmp_path / "nope.log")], capsys)
+    assert code == 2 and "No such file or directory" in err and err.count("\n") == 1
+
+
+def test_cli_refuses_an_unreadable_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "secret.log"
+    path.write_text("x\n")
+    path.chmod(0)
+    try:
+        if path.open("rb").readable():  # running as root: permissions do not apply
+            pytest.skip("root can read a mode-000 file")
+    except PermissionError:
+        pass
+    code, _, err = _run(["diagnose", str(path)], capsys)
+    assert code == 2 and "Permission denied" in err
+
+
+def test_latin1_and_colour_codes_do_not_stop_the_matcher(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "log.txt"
+    path.write_bytes(
+        b"caf\xe9 \x1b[31mE0000 00:00:1738697930.202924 cuda_dnn.cc:522] Loaded runtime CuDNN library:"
+        b" 9.1.0 but source was compiled with: 9.3.0.\x1b[0m\r\n"
+    )
+    code, _, _ = _run(["diagnose", str(path)], capsys)
+    assert code == 22
+
+
+def test_a_large_log_streams_in_bounded_memory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Twenty MB of ordinary lines, one cause near the end and a 3 MB line without a newline: all read."""
+    path = tmp_path / "big.log"
+    ordinary = (
+        "40/40 [==============================] - 2s 10ms/step - loss: 0.6931 - binary_accuracy: 0.5000\n"
+    )
+    with path.open("w", encoding="utf-8") as handle:
+        for _ in range(20_000_000 // len(ordinary)):
+            handle.write(ordinary)
+        handle.write("x" * 3_000_000 + " NCCL WARN Call to ibv_create_qp failed\n")
+        handle.write("Epoch 3/3\n")
+    code, out, _ = _run(["diagnose", "--json", str(path)], capsys)
+    document = json.loads(out)
+    assert code == 40
+    lines = (20_000_000 // len(ordinary)) + 2
+    assert document["lines_read"] == lines
+    assert document["failures"][0]["lines"][0]["line"] == lines - 1
+    assert len(document["failures"][0]["lines"][0]["text"]) < 300  # a window around the match
+
+
+def test_pathological_lines_do_not_backtrack(capsys: pytest.CaptureFixture[str]) -> None:
+    # Shapes that make naive patterns explode: long runs of one character, near-misses of a pattern.
+    nasty = ["a" * 60_000, "@" * 60_000, "couldn't " * 5_000, "Ignoring visible gpu " * 2_000]
+    result = diagnose(nasty)
+    assert result.lines_read == 4
