@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from tfdist_validate import TOOL_NAME, __version__, exitcodes
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.options import CONFIG_ENV, OPTIONS
+from tfdist_validate.options import BY_NAME, CONFIG_ENV, OPTIONS
 
 COMMANDS = ("run", "check", "diagnose", "bundle", "exit-codes", "schema")
 
@@ -69,12 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
     bundle.add_argument("-o", "--output", metavar="FILE", help="where to write the .tar.gz")
     bundle.add_argument("--with-smoke", action="store_true", help="also run the smoke test")
     bundle.add_argument("--no-anonymize", action="store_true", help="keep GPU UUIDs and the hostname")
+    for name in _BUNDLE_OPTIONS:
+        option = BY_NAME[name]
+        bundle.add_argument(
+            option.flag, dest=name, metavar=option.metavar, help=f"{option.help} (env {option.env})"
+        )
 
     codes = sub.add_parser("exit-codes", help="print the exit-code table")
     codes.add_argument("--json", action="store_true", help='a list of {"code", "name", "meaning"}')
 
     sub.add_parser("schema", help="print the JSON Schema of the report")
     return parser
+
+
+# The run / check options that make sense for a bug report (passed on to the `check` it runs).
+_BUNDLE_OPTIONS = ("root", "timeout", "cpu_replicas")
 
 
 def _with_default_command(argv: Sequence[str]) -> list[str]:
@@ -119,11 +128,30 @@ def _cmd_diagnose(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
     return command.run(args.file, args.json, sys.stdin.buffer, sys.stdout)
 
 
+def _cmd_bundle(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from tfdist_validate import bundle, settings
+
+    given = {name: getattr(args, name) for name in _BUNDLE_OPTIONS if getattr(args, name) is not None}
+    resolved = settings.resolve(given, env)  # validates the values (and their TFDIST_* twins): exit 2
+    options = bundle.BundleOptions(
+        output=args.output,
+        root=resolved.root,
+        timeout=resolved.timeout,
+        cpu_replicas=resolved.cpu_replicas,
+        with_smoke=args.with_smoke,
+        anonymize=not args.no_anonymize,
+    )
+    path = bundle.make_bundle(options, env)
+    print(f"{TOOL_NAME}: wrote {path} (attach it to the issue; paste its REPORT.md)", file=sys.stderr)
+    print(path)
+    return ExitCode.OK
+
+
 _HANDLERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
     "run": _cmd_validate,
     "check": _cmd_validate,
     "diagnose": _cmd_diagnose,
-    "bundle": _cmd_not_yet,
+    "bundle": _cmd_bundle,
     "exit-codes": _cmd_exit_codes,
     "schema": _cmd_schema,
 }

@@ -1,0 +1,149 @@
+"""`tfdist-validate bundle`: one .tar.gz a user can attach to a bug report, with secrets redacted.
+
+Contents: report.json (+ check.txt) of a `check` run, run-report.json (+ run.txt) with --with-smoke,
+REPORT.md (ready to paste), nvidia-smi -q and topo -m, pip freeze, OS and kernel, relevant environment
+variables. Anything that cannot be collected is written as "could not collect: why".
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import os
+import sys
+import tarfile
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tfdist_validate.bundle import collect, report_md
+from tfdist_validate.bundle.redact import Redactor
+from tfdist_validate.errors import UsageError
+from tfdist_validate.probes import Probes
+
+_TOP_README = """This bundle was written by tfdist-validate bundle. REPORT.md is the summary to paste into an
+issue; report.json is the full `check` report. Secret-looking environment variables and their values were
+redacted from every file; GPU UUIDs and the hostname were replaced by placeholders unless --no-anonymize.
+"""
+
+
+@dataclass(frozen=True)
+class BundleOptions:
+    output: str | None
+    root: str
+    timeout: float
+    cpu_replicas: int | None
+    with_smoke: bool
+    anonymize: bool
+
+
+def default_name(now: dt.datetime) -> str:
+    return f"tfdist-validate-bundle-{now.strftime('%Y%m%dT%H%M%SZ')}.tar.gz"
+
+
+def _output_path(options: BundleOptions, now: dt.datetime) -> Path:
+    path = Path(options.output) if options.output else Path.cwd() / default_name(now)
+    if path.is_dir():
+        raise UsageError(f"bundle: -o {str(path)!r} is a directory; give a file name ending in .tar.gz")
+    if not path.parent.is_dir():
+        raise UsageError(f"bundle: -o {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    return path
+
+
+def _validation_options(options: BundleOptions) -> list[str]:
+    argv = ["--root", options.root, "--timeout", f"{options.timeout:g}"]
+    if options.cpu_replicas is not None:
+        argv += ["--cpu-replicas", str(options.cpu_replicas)]
+    return argv
+
+
+def _os_summary(os_text: str) -> dict[str, str]:
+    summary: dict[str, str] = {}
+    for line in os_text.splitlines():
+        if line.startswith("python: "):
+            summary["python"] = line[len("python: ") :]
+        elif line.startswith("uname: "):
+            parts = line[len("uname: ") :].split()
+            summary["kernel"] = " ".join(parts[:2])
+        elif line.startswith("PRETTY_NAME="):
+            summary["os"] = line.split("=", 1)[1].strip('"')
+    return summary
+
+
+def _collect(
+    options: BundleOptions, env: Mapping[str, str], probes: Probes, workdir: Path
+) -> tuple[collect.Collected, dict[str, Any] | None, dict[str, Any] | None]:
+    got = collect.Collected()
+    validation = _validation_options(options)
+    human, check, why = collect.validation_report(probes, "check", validation, workdir, options.timeout)
+    got.add("check.txt", human)
+    got.add("report.json", json.dumps(check, indent=2) + "\n" if check else collect.not_collected(why))
+    run = None
+    if options.with_smoke:
+        human, run, why = collect.validation_report(probes, "run", validation, workdir, options.timeout)
+        got.add("run.txt", human)
+        got.add("run-report.json", json.dumps(run, indent=2) + "\n" if run else collect.not_collected(why))
+    got.add("nvidia-smi-q.txt", collect.command_text(probes, ["nvidia-smi", "-q"]))
+    got.add("nvidia-smi-topo-m.txt", collect.command_text(probes, ["nvidia-smi", "topo", "-m"]))
+    got.add("pip-freeze.txt", collect.command_text(probes, [sys.executable, "-m", "pip", "freeze"]))
+    got.add("os.txt", collect.os_text(options.root))
+    return got, check, run
+
+
+def _redacted_files(got: collect.Collected, redactor: Redactor) -> dict[str, str]:
+    files = {}
+    for name, text in got.files.items():
+        if name.endswith(".json") and not text.startswith("could not collect"):
+            files[name] = json.dumps(redactor.value(json.loads(text)), indent=2) + "\n"
+        else:
+            files[name] = redactor.text(text)
+    return files
+
+
+def _write_archive(path: Path, top: str, files: Mapping[str, str], mtime: float) -> None:
+    """Temp file in the same folder, then rename: a reader never sees half an archive."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            for name, text in files.items():
+                data = text.encode("utf-8")
+                info = tarfile.TarInfo(f"{top}/{name}")
+                info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes | None = None) -> Path:
+    now = dt.datetime.now(dt.timezone.utc)
+    path = _output_path(options, now)
+    probes = probes or Probes()
+    with tempfile.TemporaryDirectory(prefix="tfdist-bundle-") as tmp:
+        got, check, run = _collect(options, env, probes, Path(tmp))
+    redactor = Redactor(env, anonymize=options.anonymize, hostnames=collect.hostnames(options.root))
+    env_names = collect.relevant_names(env)
+    env_lines = redactor.environment(env, env_names)
+    got.add("env.txt", "\n".join(env_lines) + "\n" if env_lines else "(no relevant variables set)\n")
+    files = _redacted_files(got, redactor)
+    names: Sequence[str] = ["REPORT.md", "README.txt", *files]
+    report = report_md.render(
+        check=json.loads(files["report.json"]) if check else None,
+        run=json.loads(files["run-report.json"]) if run else None,
+        os_summary=_os_summary(got.files["os.txt"]),
+        env_lines=env_lines,
+        missing=got.missing,
+        files=names,
+        created_at=now.isoformat(timespec="seconds"),
+    )
+    files = {"REPORT.md": redactor.text(report), "README.txt": _TOP_README, **files}
+    leaked = [name for name, text in files.items() if redactor.leaks(text)]
+    if leaked:  # cannot happen by construction; if it ever does, write nothing rather than leak
+        raise RuntimeError(f"bundle: a secret value survived redaction in {', '.join(leaked)}")
+    _write_archive(path, path.name.removesuffix(".tar.gz"), files, now.timestamp())
+    return path
