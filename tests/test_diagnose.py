@@ -226,3 +226,14 @@ def test_pathological_lines_do_not_backtrack(capsys: pytest.CaptureFixture[str])
     nasty = ["a" * 60_000, "@" * 60_000, "couldn't " * 5_000, "Ignoring visible gpu " * 2_000]
     result = diagnose(nasty)
     assert result.lines_read == 4
+
+
+def test_diagnose_file_for_run_streams_and_never_raises(tmp_path: Path) -> None:
+    from tfdist_validate.diagnose import diagnose_file
+
+    log = LOGS / "mirroredstrategy-nccl-unhandled-cuda-error_tf-59890.log"
+    assert diagnose_file(log).code == ExitCode.COLLECTIVE_FAILED
+    binary = tmp_path / "child.log"
+    binary.write_bytes(b"\x00\x01\x02" * 100)
+    assert diagnose_file(binary).code == ExitCode.OK
+    assert diagnose_file(tmp_path / "missing.log").findings == []

@@ -7,9 +7,18 @@ Python API (what `run` uses to explain a failed smoke test):
     result.code                          # ExitCode `run` would return for the most fundamental cause
     result.failures / .warnings / .harmless   # lists of Finding (signature, code, lines, ...)
     result.to_json()                     # what `diagnose --json` prints
+    diagnose_file(path)                  # the same for a log file of any size; never raises
 """
 
-from tfdist_validate.diagnose.engine import Diagnosis, Finding, Line, Matcher, diagnose, rank
+from tfdist_validate.diagnose.engine import (
+    Diagnosis,
+    Finding,
+    Line,
+    Matcher,
+    diagnose,
+    diagnose_file,
+    rank,
+)
 from tfdist_validate.diagnose.signatures import Signature, SignatureError, Table, load
 
 __all__ = [
@@ -21,6 +30,7 @@ __all__ = [
     "SignatureError",
     "Table",
     "diagnose",
+    "diagnose_file",
     "load",
     "rank",
 ]

@@ -11,9 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Pattern, Signature, Table, load
+from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer
 
@@ -326,4 +328,19 @@ def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnos
     matcher = Matcher(table)
     for number, line in enumerate(lines, start=1):
         matcher.feed(number, line)
+    return matcher.result()
+
+
+def diagnose_file(path: str | Path, table: Table | None = None) -> Diagnosis:
+    """Like `diagnose`, for a log file of any size (streamed). Never raises: an unreadable or binary
+    file gives an empty diagnosis, so a caller explaining a failure cannot fail itself."""
+    from tfdist_validate.diagnose.reader import numbered_lines
+
+    matcher = Matcher(table)
+    try:
+        with open(path, "rb") as stream:
+            for number, text in numbered_lines(stream, str(path)):
+                matcher.feed(number, text)
+    except (OSError, UsageError):
+        pass
     return matcher.result()
