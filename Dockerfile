@@ -89,7 +89,7 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
 
 # A numeric user, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd. /reports is where
 # compose and the manifests mount the report folder.
-RUN useradd --system --uid 10001 --user-group --create-home --home-dir /home/tfdist \
+RUN useradd --uid 10001 --user-group --create-home --home-dir /home/tfdist \
         --shell /usr/sbin/nologin tfdist \
     && install -d -o 10001 -g 10001 /reports
 

@@ -3,6 +3,7 @@
 # Containers get no GPU and no network (--network none): exactly "a container started without --gpus".
 #
 #   check --json -               exit 11, stdout is the JSON report alone, tool.image names this image
+#   check, Kubernetes-style      exit 11, report in a mounted folder, verdict in /dev/termination-log
 #   run --cpu-replicas 2 --json -  exit 0, the reference table on stderr digit for digit, JSON alone on stdout
 #   SIGTERM during a run         the validator (not tini, not the shell) gets it: exit 50 (TIMEOUT)
 #   plus: non-root user, OCI labels, argument pass-through, the entrypoint's stderr-only logging
@@ -15,7 +16,8 @@ version=${2:?usage: test-image.sh IMAGE EXPECTED_VERSION}
 engine=${ENGINE:-podman}
 python=${PYTHON:-python3}
 work=$(mktemp -d)
-trap 'rm -rf "${work}"' EXIT
+name="tfdist-sigterm-$$"
+trap '"${engine}" rm -f "${name}" > /dev/null 2>&1 || true; rm -rf "${work}"' EXIT
 failures=0
 
 log() { printf 'test-image: %s\n' "$*" >&2; }
@@ -51,13 +53,13 @@ expect_rc() {
 json_check() {
     local name=$1
     shift
-    if "${python}" - "${work}/${name}.out" "$@" <<'PY'; then ok "${name}: stdout is one JSON document; $# facts hold"; else bad "${name}: JSON checks"; fi
+    if "${python}" - "${work}/${name}.out" "$@" <<'PY'; then ok "${name}: the report is one JSON document; $# facts hold"; else bad "${name}: JSON checks"; fi
 import json, sys
 text = open(sys.argv[1], encoding="utf-8").read()
 try:
     r = json.loads(text)
 except ValueError as err:
-    print(f"      stdout is not JSON alone ({err}); it starts: {text[:200]!r}")
+    print(f"      not one JSON document ({err}); it starts: {text[:200]!r}")
     sys.exit(1)
 failed = [expr for expr in sys.argv[2:] if not eval(expr, {"r": r})]
 for expr in failed:
@@ -73,8 +75,24 @@ json_check check \
     'r["verdict"]["code"] == 11' 'r["verdict"]["name"] == "CONTAINER_NO_GPU"' \
     "r[\"tool\"][\"image\"][\"version\"] == \"${version}\"" 'r["tool"]["image"]["revision"] != ""'
 
-log "${image}: run --cpu-replicas 2 (trains the reference model: about a minute)"
-run dry-run "${image}" run --cpu-replicas 2 --json -
+log "${image}: check as the Kubernetes manifests run it (report folder, termination log, read-only root)"
+mkdir -m 0777 "${work}/reports"
+install -m 0666 /dev/null "${work}/termination-log"
+hardened=(--read-only --tmpfs /tmp --cap-drop ALL --security-opt no-new-privileges)
+run check-k8s "${hardened[@]}" -v "${work}/reports:/reports" -v "${work}/termination-log:/dev/termination-log" \
+    -e TFDIST_JSON=/reports/report.json "${image}" check
+expect_rc check-k8s 11
+cp "${work}/reports/report.json" "${work}/check-k8s.out" 2>/dev/null || : > "${work}/check-k8s.out"
+json_check check-k8s 'r["verdict"]["code"] == 11'
+message=$(cat "${work}/termination-log")
+if [[ "${message}" == *CONTAINER_NO_GPU* && ${#message} -le 4096 ]]; then
+    ok "termination message (${#message} bytes): ${message:0:100}..."
+else
+    bad "termination message: '${message:0:300}'"
+fi
+
+log "${image}: run --cpu-replicas 2, read-only root as in the manifests (trains the reference model)"
+run dry-run "${hardened[@]}" "${image}" run --cpu-replicas 2 --json -
 expect_rc dry-run 0
 json_check dry-run \
     'r["verdict"]["code"] == 0' 'r["smoke"]["replicas"] == 2' 'r["smoke"]["global_batch"] == 32' \
@@ -106,14 +124,18 @@ labels=$("${engine}" image inspect --format \
 if [[ "${labels%% *}" == "${version}" && -n "${labels#* }" ]]; then ok "OCI labels: ${labels}"; else bad "OCI labels: '${labels}'"; fi
 
 log "${image}: SIGTERM reaches the validator"
-name="tfdist-sigterm-$$"
 "${engine}" "${engine_flags[@]}" run -d --name "${name}" "${run_flags[@]:1}" "${image}" run --cpu-replicas 2 > /dev/null
 sleep 10
 "${engine}" stop --time 60 "${name}" > /dev/null
 rc=$("${engine}" wait "${name}" 2>/dev/null || "${engine}" inspect --format '{{.State.ExitCode}}' "${name}")
 "${engine}" logs "${name}" > "${work}/sigterm.err" 2>&1 || true
 "${engine}" rm -f "${name}" > /dev/null 2>&1 || true
-if [[ "${rc}" == 50 ]]; then ok "SIGTERM: exit 50 (TIMEOUT), the verdict written"; else bad "SIGTERM: exit ${rc}, want 50"; tail -n 15 "${work}/sigterm.err"; fi
+if [[ "${rc}" == 50 ]] && grep -q '^verdict: 50 TIMEOUT: stopped by SIGTERM' "${work}/sigterm.err"; then
+    ok "SIGTERM: the validator printed its verdict and exited 50 within the 60 s grace"
+else
+    bad "SIGTERM: exit ${rc}, want 50 and the verdict line"
+    tail -n 15 "${work}/sigterm.err"
+fi
 
 if [[ ${failures} -gt 0 ]]; then
     log "${failures} check(s) failed"
