@@ -237,3 +237,13 @@ def test_diagnose_file_for_run_streams_and_never_raises(tmp_path: Path) -> None:
     binary.write_bytes(b"\x00\x01\x02" * 100)
     assert diagnose_file(binary).code == ExitCode.OK
     assert diagnose_file(tmp_path / "missing.log").findings == []
+
+
+def test_layer_order_matches_run_for_a_sick_gpu_and_an_old_driver() -> None:
+    # `run` checks GPU health (HEALTH layer) before comparing the driver with TensorFlow's CUDA
+    # (TENSORFLOW layer), so a faulty GPU is the more fundamental cause.
+    log = [
+        ">> cudaGetDevice() failed. Status: CUDA driver version is insufficient for CUDA runtime version",
+        "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
+    ]
+    assert diagnose(log).code == ExitCode.GPU_UNHEALTHY

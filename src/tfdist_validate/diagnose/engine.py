@@ -30,8 +30,8 @@ _LAYER: dict[ExitCode, int] = {
     ExitCode.CONTAINER_NO_GPU: Layer.RUNTIME,
     ExitCode.WSL2_PASSTHROUGH: Layer.RUNTIME,
     ExitCode.NO_DRIVER: Layer.DRIVER,
-    ExitCode.DRIVER_TOO_OLD: Layer.DRIVER,
     ExitCode.GPU_UNHEALTHY: Layer.HEALTH,
+    ExitCode.DRIVER_TOO_OLD: Layer.TENSORFLOW,  # run compares the driver with the TF build there
     ExitCode.TF_IMPORT_FAILED: Layer.TENSORFLOW,
     ExitCode.TF_NOT_CUDA_BUILD: Layer.TENSORFLOW,
     ExitCode.TF_NO_GPU: Layer.TENSORFLOW,
