@@ -48,10 +48,12 @@ def check_count(ctx: Context) -> Outcome:
                 "list only devices that exist here (`tfdist-validate check` prints them), or drop --devices",
             )
     host = ctx.section("host")
-    host["replicas_planned"] = len(chosen)
     host["devices"] = chosen
     replicas = len(chosen)
     listed = ", ".join(chosen) or "none"
+    if ctx.cluster is not None and ctx.cluster.is_multi_worker:
+        return _count_cluster(ctx, chosen, host)
+    host["replicas_planned"] = replicas
     if replicas < settings.min_gpus:
         hint = (
             f"give the dry run at least {settings.min_gpus} replicas (--cpu-replicas {settings.min_gpus})"
@@ -69,6 +71,32 @@ def check_count(ctx: Context) -> Outcome:
             f"1 replica on {listed}: {_ONE_REPLICA}", "use 2 or more GPUs to prove distributed training"
         )
     return passed(f"{replicas} replicas planned on {listed}")
+
+
+def _count_cluster(ctx: Context, chosen: list[str], host: dict[str, object]) -> Outcome:
+    """MultiWorkerMirroredStrategy: --min-gpus counts the replicas of the whole cluster."""
+    assert ctx.cluster is not None
+    workers = ctx.cluster.num_workers
+    # On CPUs MultiWorkerMirroredStrategy places exactly one replica per worker (CPU:0), however the CPU is
+    # split; on GPUs it uses every local GPU. Assumes every worker looks like this one, which the smoke
+    # test then verifies from the strategy itself.
+    local = 1 if ctx.dry_run else len(chosen)
+    total = local * workers
+    host["replicas_planned"] = total
+    host["local_replicas_planned"] = local
+    shape = f"{local} local replica(s) x {workers} workers = {total} replicas"
+    if total < ctx.settings.min_gpus:
+        return failed(
+            ExitCode.TOO_FEW_GPUS,
+            f"{shape}, fewer than --min-gpus {ctx.settings.min_gpus}",
+            "give each worker more GPUs (pod nvidia.com/gpu limit), add workers, or lower --min-gpus",
+        )
+    if local == 0:
+        return failed(ExitCode.TOO_FEW_GPUS, f"no usable GPU on {ctx.cluster.task_name}", _NO_GPU_HINT)
+    return passed(f"{shape} planned (MultiWorkerMirroredStrategy, this is {ctx.cluster.task_name})")
+
+
+_NO_GPU_HINT = "make the GPUs visible to this worker (container --gpus / pod nvidia.com/gpu limit)"
 
 
 CHECKS = (

@@ -7,8 +7,10 @@ fresh pipeline must start a fresh one.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
+from tfdist_validate.cluster import peers
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
@@ -18,7 +20,7 @@ from tfdist_validate.smoke.run import SmokeRun, run_smoke
 NCCL_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 
 _DOING = {
-    "strategy": "creating MirroredStrategy and building the model in its scope",
+    "strategy": "creating the distribution strategy and building the model in its scope",
     "fit": "model.fit",
     "sync": "comparing the replicas' variables",
     "allreduce": "the exact all-reduce",
@@ -32,6 +34,8 @@ _DIED_CODE = {
     "allreduce": ExitCode.COLLECTIVE_FAILED,
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
+# failures a missing or dead peer explains
+_PEER_CODES = (ExitCode.TIMEOUT, ExitCode.COLLECTIVE_FAILED, ExitCode.TRAINING_FAILED)
 _HANG_HINT = (
     "if epoch lines were still coming, raise --timeout; a collective that never completes is usually"
     " NCCL: rerun with NCCL_DEBUG=INFO, check `nvidia-smi topo -m` and try NCCL_P2P_DISABLE=1"
@@ -47,7 +51,17 @@ def _first_line(text: str, limit: int = 300) -> str:
     line = lines[0]
     if line.endswith("in user code:"):  # a tf.function traceback: TensorFlow's message is its last line
         line = lines[-1]
+    elif line.endswith("Graph execution error:"):
+        # "<Type>Error: Graph execution error:", the node's Python stack, then TensorFlow's message
+        message = [ln for ln in lines[1:] if not ln.startswith(("File ", "Detected at node", "[["))]
+        if message:
+            line = f"{line.split(':', 1)[0]}: {' '.join(message[:2])}"
     return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _strategy_name(ctx: Context) -> str:
+    multi = ctx.cluster is not None and ctx.cluster.is_multi_worker
+    return "MultiWorkerMirroredStrategy" if multi else "MirroredStrategy"
 
 
 def _short_device(name: str) -> str:
@@ -59,6 +73,7 @@ class _SmokeTest:
 
     def __init__(self) -> None:
         self._run: SmokeRun | None = None
+        self._peers: list[peers.PeerState] | None = None
 
     def run(self, ctx: Context) -> SmokeRun:
         if self._run is None:
@@ -71,9 +86,32 @@ class _SmokeTest:
         def check(ctx: Context) -> Outcome:
             run = self.run(ctx)
             found = run.results.get(stage)
-            return verdict(found, run, ctx) if found is not None else _missing(stage, run, ctx)
+            outcome = verdict(found, run, ctx) if found is not None else _missing(stage, run, ctx)
+            return self._name_unreachable_peers(outcome, ctx)
 
         return check
+
+    def _name_unreachable_peers(self, outcome: Outcome, ctx: Context) -> Outcome:
+        """A multi-worker collective that failed or hung: say which peer could not be reached."""
+        cluster = ctx.cluster
+        if cluster is None or not cluster.is_multi_worker or outcome.code not in _PEER_CODES:
+            return outcome
+        if self._peers is None:
+            self._peers = peers.probe_peers(cluster)
+        details = {**outcome.details, "peers": [p.to_json() for p in self._peers]}
+        down = peers.unreachable_text(self._peers)
+        if not down:
+            return replace(outcome, details=details)
+        return replace(
+            outcome,
+            summary=f"{outcome.summary}; unreachable from {cluster.task_name}: {down}",
+            hint=(
+                "start every worker of the cluster together and check that each one's port is reachable"
+                " from the others (headless Service, NetworkPolicy, firewall); TF_CONFIG must name the same"
+                " cluster on every worker"
+            ),
+            details=details,
+        )
 
 
 def _missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
@@ -118,7 +156,7 @@ def _strategy(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
     if not found.get("ok"):
         return failed(
             ExitCode.COLLECTIVE_FAILED,
-            f"MirroredStrategy could not be created: {_first_line(str(found.get('error')))}",
+            f"{_strategy_name(ctx)} could not be created: {_first_line(str(found.get('error')))}",
             "check the devices named by --devices against `tfdist-validate check`; " + _COLLECTIVE_HINT,
             {**found, **run.evidence()},
         )
@@ -138,7 +176,27 @@ def _strategy(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
             "check the names given to --devices against `tfdist-validate check`",
             found,
         )
+    if "workers" in found:
+        expected = found["local_replicas"] * found["workers"]
+        if replicas != expected:
+            return failed(
+                ExitCode.COLLECTIVE_FAILED,
+                f"{found['workers']} workers with {found['local_replicas']} local replica(s) each should give"
+                f" {expected} replicas, but the strategy has {replicas}",
+                "give every worker the same GPUs (same nvidia.com/gpu limit) and the same TF_CONFIG cluster",
+                found,
+            )
+        if replicas < ctx.settings.min_gpus:
+            return failed(
+                ExitCode.TOO_FEW_GPUS,
+                f"{replicas} replicas across {found['workers']} workers, fewer than --min-gpus"
+                f" {ctx.settings.min_gpus}",
+                "give each worker more GPUs, or lower --min-gpus",
+                found,
+            )
     devices = ", ".join(_short_device(d) for d in found["devices"])
+    if "workers" in found:
+        devices = f"{devices} on {found['task']}, {found['workers']} workers"
     return passed(
         f"{found['strategy']} with {replicas} replica(s) on {devices}, global batch {found['global_batch']};"
         f" all-reduce: {found['cross_device_ops']['name']}; the model was built in its scope",
@@ -155,6 +213,14 @@ def _training(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
             if found.get("oom")
             else f"TensorFlow's full message is in the report; the log: {run.log_path}"
         )
+        if found.get("collective"):
+            # the all-reduce inside a training step failed, not the model: the more fundamental cause
+            return failed(
+                ExitCode.COLLECTIVE_FAILED,
+                f"a cross-replica collective failed during training: {_first_line(error)}",
+                _COLLECTIVE_HINT,
+                found,
+            )
         return failed(ExitCode.TRAINING_FAILED, f"model.fit raised {_first_line(error)}", hint, found)
     epochs = len(found["epochs"])
     if epochs != ctx.settings.epochs:
@@ -166,7 +232,8 @@ def _training(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
         )
     step = found.get("step_time_s")
     step_text = f" (steady step {step * 1000:.1f} ms)" if step is not None else ""
-    return passed(f"model.fit ran {epochs} epoch(s) of {found['steps_per_epoch']} steps{step_text}", found)
+    loop = found.get("loop", "model.fit")
+    return passed(f"{loop} ran {epochs} epoch(s) of {found['steps_per_epoch']} steps{step_text}", found)
 
 
 def _replicas_in_sync(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:

@@ -22,7 +22,7 @@ import time
 import traceback
 from typing import Any
 
-from tfdist_validate.smoke import child_checks
+from tfdist_validate.smoke import child_checks, child_multiworker
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
 
 
@@ -54,6 +54,40 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> None:
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(spec.cpu_replicas)]
     )
+
+
+def _make_strategy(tf: Any, spec: ChildSpec, requested: list[str] | None, deadline: float) -> Any:
+    if not spec.multi_worker:
+        return (
+            tf.distribute.MirroredStrategy()
+            if requested is None
+            else tf.distribute.MirroredStrategy(requested)
+        )
+    if spec.devices is not None:
+        # MultiWorkerMirroredStrategy takes no devices= list: it uses every local GPU TensorFlow can see.
+        wanted = {int(name.rsplit(":", 1)[1]) for name in spec.devices if "gpu" in name.lower()}
+        gpus = tf.config.list_physical_devices("GPU")
+        tf.config.set_visible_devices([g for i, g in enumerate(gpus) if i in wanted], "GPU")
+    # Collectives give up a few seconds before the parent's deadline, so a peer that never comes up or dies
+    # mid-run is reported as a failed collective (40) naming the error, rather than only as a timeout (50).
+    timeout_s = max(5.0, deadline - time.monotonic() - _COLLECTIVE_MARGIN_S)
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout_s)
+    return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+
+
+_COLLECTIVE_MARGIN_S = 5.0
+
+
+def _cluster_facts(strategy: Any, spec: ChildSpec) -> dict[str, Any]:
+    if not spec.multi_worker:
+        return {}
+    resolver = strategy.cluster_resolver
+    jobs = resolver.cluster_spec().as_dict()
+    return {
+        "task": f"{resolver.task_type}:{resolver.task_id}",
+        "local_replicas": len(strategy.extended.worker_devices),
+        "workers": len(jobs.get("worker", [])) + len(jobs.get("chief", [])),
+    }
 
 
 def _reference_datasets(tf: Any, global_batch: int) -> tuple[Any, Any]:
@@ -108,16 +142,41 @@ def _step_time_s(train_s: list[float], steps: int) -> float | None:
     return statistics.median(steady) / steps
 
 
+def _is_collective(tf: Any, error: BaseException) -> bool:
+    """Errors of the cross-replica / cross-worker communication rather than of the model: a peer that died
+    or cannot be reached (Unavailable), a collective past its timeout (DeadlineExceeded), or one aborted
+    because another member failed (Cancelled / Aborted)."""
+    kinds = (
+        tf.errors.UnavailableError,
+        tf.errors.DeadlineExceededError,
+        tf.errors.CancelledError,
+        tf.errors.AbortedError,
+    )
+    return isinstance(error, kinds)
+
+
+def _train(
+    tf: Any, spec: ChildSpec, strategy: Any, model: Any, datasets: tuple[Any, Any], global_batch: int
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Keras-shaped history and the training seconds of each epoch."""
+    if spec.multi_worker:
+        examples = (TRAIN_EXAMPLES, VAL_EXAMPLES)
+        return child_multiworker.fit(tf, strategy, model, datasets, examples, global_batch, spec.epochs)
+    timer = child_checks.epoch_timer(tf)
+    train_ds, val_ds = datasets
+    history = model.fit(
+        train_ds, validation_data=val_ds, epochs=spec.epochs, shuffle=False, verbose=2, callbacks=[timer]
+    )
+    return history.history, timer.train_s
+
+
 def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.stage = "strategy"
     requested = spec.strategy_devices()
     try:
         _setup_devices(tf, spec)
         tf.keras.utils.set_random_seed(SEED)
-        if requested is None:
-            strategy = tf.distribute.MirroredStrategy()
-        else:
-            strategy = tf.distribute.MirroredStrategy(devices=requested)
+        strategy = _make_strategy(tf, spec, requested, deadline)
         global_batch = spec.per_replica_batch * strategy.num_replicas_in_sync
         train_ds, val_ds = _reference_datasets(tf, global_batch)
         with strategy.scope():
@@ -131,7 +190,9 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         strategy=type(strategy).__name__,
         replicas=int(strategy.num_replicas_in_sync),
         devices=[str(d) for d in strategy.extended.worker_devices],
-        requested_devices=requested,
+        # MultiWorkerMirroredStrategy places its local replicas itself; there is no devices= list to compare
+        requested_devices=None if spec.multi_worker else requested,
+        **_cluster_facts(strategy, spec),
         global_batch=global_batch,
         per_replica_batch=spec.per_replica_batch,
         model_strategy_ok=model.distribute_strategy is strategy,
@@ -142,28 +203,28 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     print(f"global_batch={global_batch}", flush=True)
 
     results.stage = "fit"
-    timer = child_checks.epoch_timer(tf)
     steps = math.ceil(TRAIN_EXAMPLES / global_batch)
     try:
-        history = model.fit(
-            train_ds, validation_data=val_ds, epochs=spec.epochs, shuffle=False, verbose=2, callbacks=[timer]
-        )
+        history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds), global_batch)
     except Exception as error:
         oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
-        results.write("fit", ok=False, error=_error_text(error), oom=oom)
+        results.write(
+            "fit", ok=False, error=_error_text(error), oom=oom, collective=_is_collective(tf, error)
+        )
         # every stage writes a result, in order, so the parent can always tell where a child stopped
         results.write("sync", ran=False, ok=False, reason="model.fit failed: no trained variables to compare")
     else:
-        final = float(history.history["val_binary_accuracy"][-1])
+        final = float(history["val_binary_accuracy"][-1])
         print(f"final_val_binary_accuracy={final:.4f}", flush=True)
         results.write(
             "fit",
             ok=True,
-            epochs=_epoch_rows(history.history),
+            epochs=_epoch_rows(history),
             final_val_binary_accuracy=final,
             steps_per_epoch=steps,
-            epoch_train_s=timer.train_s,
-            step_time_s=_step_time_s(timer.train_s, steps),
+            epoch_train_s=train_s,
+            step_time_s=_step_time_s(train_s, steps),
+            loop="custom loop (strategy.run)" if spec.multi_worker else "model.fit",
         )
         results.stage = "sync"
         variables = [*model.variables, *model.optimizer.variables]

@@ -91,6 +91,31 @@ def compare_components(parts: list[np.ndarray]) -> float | None:
     )
 
 
+def local_replicas(strategy: Any) -> int:
+    """Replicas on this worker: all of them under MirroredStrategy, a share under MultiWorkerMirrored."""
+    return len(strategy.extended.worker_devices)
+
+
+def _gather_from_all_workers(tf: Any, strategy: Any, variable: Any) -> list[np.ndarray]:
+    """Every replica's copy of `variable`, from every worker, as raw bytes-comparable arrays.
+
+    Each replica contributes its own copy (bitcast to integers, so the comparison stays bit for bit) and an
+    all-gather, one of TensorFlow's own collectives, brings all of them to every worker.
+    """
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def gather() -> Any:
+        def mine() -> Any:
+            value = tf.reshape(tf.identity(variable), [1, -1])
+            if value.dtype.is_floating and value.dtype.size == 4:
+                value = tf.bitcast(value, tf.int32)
+            return value
+
+        return strategy.gather(strategy.run(mine), axis=0)
+
+    return list(np.asarray(gather().numpy()))
+
+
 def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> dict[str, Any]:
     """Every mirrored variable (weights, optimizer state) must hold the same bits on every replica.
 
@@ -115,6 +140,8 @@ def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> dict[str, 
             skipped_on_read += 1
             continue
         parts = [np.asarray(p.numpy()) for p in strategy.experimental_local_results(inner)]
+        if local_replicas(strategy) != replicas:  # other workers hold the other copies: fetch them too
+            parts = _gather_from_all_workers(tf, strategy, inner)
         checked += 1
         difference = compare_components(parts) if len(parts) == replicas else float("inf")
         if difference is not None:
@@ -179,7 +206,7 @@ def allreduce_exact(tf: Any, strategy: Any) -> dict[str, Any]:
     wrong = compare_exact(got, expected)
     return {
         "ran": True,
-        "ok": not wrong and len(got) == replicas,
+        "ok": not wrong and len(got) == local_replicas(strategy),
         "replicas": replicas,
         "results": len(got),
         "elements": EXACT_ELEMENTS,
@@ -218,7 +245,12 @@ def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> 
     @tf.function  # type: ignore[untyped-decorator]
     def reduce(buffers: Any) -> Any:
         def sum_across(value: Any) -> Any:
-            return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
+            # With one local replica (a worker of MultiWorkerMirroredStrategy) strategy.run hands back a plain
+            # tensor rather than a per-replica value; identity places it on this replica's device, without
+            # which TensorFlow answers "destinations can not be empty".
+            return tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.identity(value)
+            )
 
         return strategy.run(sum_across, args=(buffers,))
 

@@ -87,6 +87,7 @@ def run_smoke(ctx: Context) -> SmokeRun:
         per_replica_batch=settings.per_replica_batch,
         allreduce_mib=settings.allreduce_mib,
         budget_s=ctx.deadline.remaining(),
+        multi_worker=ctx.cluster is not None and ctx.cluster.is_multi_worker,
     )
     argv = [sys.executable, "-m", "tfdist_validate.smoke.child", spec.to_json()]
     child = ChildProcess(argv, _child_env(ctx), log_path, ctx.out)

@@ -24,6 +24,9 @@ class ChildSpec:
     per_replica_batch: int
     allreduce_mib: float
     budget_s: float  # the time the parent gives the child; it trims the bandwidth timing to fit
+    # TF_CONFIG (inherited through the environment) names a cluster of several workers:
+    # MultiWorkerMirroredStrategy over TensorFlow's own collectives instead of MirroredStrategy
+    multi_worker: bool = False
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -40,6 +43,7 @@ class ChildSpec:
             per_replica_batch=int(raw["per_replica_batch"]),
             allreduce_mib=float(raw["allreduce_mib"]),
             budget_s=float(raw["budget_s"]),
+            multi_worker=bool(raw.get("multi_worker", False)),
         )
 
     def strategy_devices(self) -> list[str] | None:

@@ -1,0 +1,111 @@
+"""Multi-worker validation for real: several `tfdist-validate run` processes on loopback ports, joined by
+TF_CONFIG into one MultiWorkerMirroredStrategy cluster on TensorFlow's own collectives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conftest import clean_env
+from tfdist_validate.report.schema import SCHEMA
+
+pytestmark = pytest.mark.slow
+
+
+def free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+def tf_config(ports: list[int], index: int) -> str:
+    workers = [f"127.0.0.1:{p}" for p in ports]
+    return json.dumps({"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})
+
+
+_RUN = (sys.executable, "-m", "tfdist_validate", "run", "--cpu-replicas", "1")
+
+
+def start_worker(
+    tmp_path: Path, ports: list[int], index: int, *args: str, timeout: int = 240
+) -> subprocess.Popen[str]:
+    report = str(tmp_path / f"worker{index}.json")
+    return subprocess.Popen(
+        [*_RUN, "--timeout", str(timeout), "--json", report, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env({"TF_CONFIG": tf_config(ports, index), "TFDIST_TERMINATION_LOG": "/dev/null"}),
+        start_new_session=True,  # so a test can kill a worker with everything it started
+    )
+
+
+def test_two_workers_on_loopback_both_pass(tmp_path: Path) -> None:
+    ports = free_ports(2)
+    workers = [start_worker(tmp_path, ports, i) for i in range(2)]
+    outputs = [w.communicate(timeout=300) for w in workers]
+    for index, (worker, (out, err)) in enumerate(zip(workers, outputs, strict=True)):
+        assert worker.returncode == 0, err
+        assert "replicas=2\n" in out and "global_batch=32\n" in out
+        report = json.loads((tmp_path / f"worker{index}.json").read_text())
+        jsonschema.validate(report, SCHEMA)
+        assert report["verdict"]["code"] == 0
+        assert report["cluster"]["task"] == {
+            "type": "worker",
+            "index": index,
+            "address": f"127.0.0.1:{ports[index]}",
+        }
+        assert report["cluster"]["cluster"] == {"worker": [f"127.0.0.1:{p}" for p in ports]}
+        checks = {c["id"]: c for c in report["checks"]}
+        assert checks["smoke.strategy"]["details"]["workers"] == 2
+        assert checks["smoke.strategy"]["details"]["task"] == f"worker:{index}"
+        # the exact all-reduce covers the cross-worker sum: replica ids 0 and 1 contribute 1x and 2x the
+        # pattern (first element 0.25), so this worker's one local replica must receive 0.75
+        exact = checks["smoke.allreduce_exact"]["details"]
+        assert exact["ok"] and exact["replicas"] == 2
+        assert exact["first_values"] == [exact["expected_first"]] == [0.75]
+        assert checks["smoke.replicas_in_sync"]["status"] == "pass"
+    # one synchronized group: both workers saw the same global metrics
+    epochs = [json.loads((tmp_path / f"worker{i}.json").read_text())["smoke"]["epochs"] for i in range(2)]
+    assert epochs[0] == epochs[1]
+
+
+def test_a_peer_that_never_starts_is_named_within_the_timeout(tmp_path: Path) -> None:
+    ports = free_ports(2)
+    began = time.monotonic()
+    lone = start_worker(tmp_path, ports, 0, timeout=25)
+    _out, err = lone.communicate(timeout=120)
+    elapsed = time.monotonic() - began
+    assert lone.returncode in (40, 50), err
+    assert elapsed < 25 + 15  # the deadline plus the watchdog's grace and process start-up
+    assert f"unreachable from worker:0: worker:1 at 127.0.0.1:{ports[1]}" in err
+    report = json.loads((tmp_path / "worker0.json").read_text())
+    assert f"worker:1 at 127.0.0.1:{ports[1]}" in report["verdict"]["summary"]
+
+
+def test_a_peer_dying_mid_run_fails_the_survivor_with_40(tmp_path: Path) -> None:
+    ports = free_ports(2)
+    survivor = start_worker(tmp_path, ports, 0, "--epochs", "500", timeout=120)
+    victim = start_worker(tmp_path, ports, 1, "--epochs", "500", timeout=120)
+    assert victim.stdout is not None
+    for line in victim.stdout:  # wait until training is under way on the victim
+        if line.startswith("Epoch 2/"):
+            break
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.communicate(timeout=30)
+    _out, err = survivor.communicate(timeout=150)
+    assert survivor.returncode == 40, err
+    assert f"worker:1 at 127.0.0.1:{ports[1]}" in err
