@@ -15,7 +15,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conftest import clean_env
+from conftest import clean_env, run_cli
+from tfdist_validate.diagnose import diagnose_file
 from tfdist_validate.report.schema import SCHEMA
 
 pytestmark = pytest.mark.slow
@@ -109,3 +110,12 @@ def test_a_peer_dying_mid_run_fails_the_survivor_with_40(tmp_path: Path) -> None
     _out, err = survivor.communicate(timeout=150)
     assert survivor.returncode == 40, err
     assert f"worker:1 at 127.0.0.1:{ports[1]}" in err
+    # `diagnose` on the smoke test's own log names the same code `run` returned, and run used it
+    report = json.loads((tmp_path / "worker0.json").read_text())
+    assert diagnose_file(report["smoke"]["log"]["path"]).code == survivor.returncode
+    (training,) = [c for c in report["checks"] if c["id"] == "smoke.training"]
+    assert training["details"]["diagnosis"][0]["id"] == "multiworker-peer-unreachable"
+    assert "the log shows: a worker of the multi-worker cluster is unreachable" in training["summary"]
+    # the same through the command a user runs on that log
+    result = run_cli(["diagnose", report["smoke"]["log"]["path"]])
+    assert result.code == survivor.returncode and "cpu dry run" in result.stdout.lower()

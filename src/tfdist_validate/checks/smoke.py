@@ -12,8 +12,9 @@ from typing import Any
 
 from tfdist_validate.cluster import peers
 from tfdist_validate.context import Context
+from tfdist_validate.diagnose import Diagnosis, diagnose_file
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
+from tfdist_validate.result import Layer, Outcome, Status, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
 from tfdist_validate.smoke.run import SmokeRun, run_smoke
 
@@ -74,6 +75,7 @@ class _SmokeTest:
     def __init__(self) -> None:
         self._run: SmokeRun | None = None
         self._peers: list[peers.PeerState] | None = None
+        self._diagnosis: Diagnosis | None = None
 
     def run(self, ctx: Context) -> SmokeRun:
         if self._run is None:
@@ -87,9 +89,26 @@ class _SmokeTest:
             run = self.run(ctx)
             found = run.results.get(stage)
             outcome = verdict(found, run, ctx) if found is not None else _missing(stage, run, ctx)
-            return self._name_unreachable_peers(outcome, ctx)
+            return self._name_unreachable_peers(self._explain_from_log(outcome, run), ctx)
 
         return check
+
+    def _explain_from_log(self, outcome: Outcome, run: SmokeRun) -> Outcome:
+        """A failed smoke check: read the child's TensorFlow log with `diagnose`'s signatures."""
+        if outcome.status is not Status.FAIL:
+            return outcome
+        if self._diagnosis is None:
+            self._diagnosis = diagnose_file(run.log_path)
+        causes = self._diagnosis.failures
+        if not causes:
+            return outcome
+        first = causes[0].signature
+        return replace(
+            outcome,
+            summary=f"{outcome.summary} (the log shows: {first.title})",
+            hint=f"{first.fix.strip()} {outcome.hint}".strip(),
+            details={**outcome.details, "diagnosis": [c.to_json() for c in causes[:3]]},
+        )
 
     def _name_unreachable_peers(self, outcome: Outcome, ctx: Context) -> Outcome:
         """A multi-worker collective that failed or hung: say which peer could not be reached."""

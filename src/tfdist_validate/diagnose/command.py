@@ -16,6 +16,7 @@ _CONTEXT_WORDS = {
     "wsl2": "WSL2",
     "windows": "native Windows",
     "macos": "macOS",
+    "cpu-dry-run": "a tfdist-validate CPU dry run (GPU problems are expected and not reported)",
 }
 
 

@@ -35,6 +35,11 @@ class Results:
         self.stage = "import"  # the stage in progress, named in an unexpected error
 
     def write(self, stage: str, **fields: Any) -> None:
+        if fields.get("error"):
+            # TensorFlow's message goes into the log too: a reader of the log (or `diagnose`) sees the cause
+            print(
+                f"tfdist-validate smoke test: {stage} failed: {fields['error']}", file=sys.stderr, flush=True
+            )
         line = json.dumps(finite_json({"stage": stage, **fields}), allow_nan=False)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
@@ -50,6 +55,12 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> None:
         return
     # A dry run must not touch the GPUs: they may be what is broken, and it must not hold their memory.
     tf.config.set_visible_devices([], "GPU")
+    # `diagnose` reads this line: TensorFlow's complaints about a missing GPU or driver are expected here.
+    print(
+        f"tfdist-validate smoke test: CPU dry run on {spec.cpu_replicas} logical CPU device(s); GPUs hidden",
+        file=sys.stderr,
+        flush=True,
+    )
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(spec.cpu_replicas)]
