@@ -60,7 +60,8 @@ IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed -E 's#://[^/@]*@#://#'),unknown)
 # docker where an engine answers; otherwise podman, which needs no daemon (CI, this machine).
 ENGINE ?= $(shell docker info >/dev/null 2>&1 && echo docker || echo podman)
-PODMAN_BUILD_FLAGS ?= --isolation chroot
+# docker format: OCI images drop SHELL (the Dockerfile's bash with pipefail); chroot: no namespaces needed.
+PODMAN_BUILD_FLAGS ?= --format docker --isolation chroot
 # An image to stand in for the Dockerfile's pinned FROM (podman build --from); test-image makes a local one.
 BASE_FROM ?=
 LOCAL_BASE ?= localhost/tfdist-base:bookworm-slim
