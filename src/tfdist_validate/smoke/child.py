@@ -245,6 +245,21 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.write("allreduce", **child_checks.allreduce_exact(tf, strategy))
     results.stage = "bandwidth"
     results.write("bandwidth", **child_checks.allreduce_bandwidth(tf, strategy, spec.allreduce_mib, deadline))
+    if spec.multi_worker:
+        _wait_for_all_workers(deadline)
+
+
+def _wait_for_all_workers(deadline: float) -> None:
+    """Leave only when every worker is done. A worker's last all-reduce completes for it while a peer may
+    still be fetching this worker's share (gRPC RecvBuf); exiting then resets the peer's connection and
+    fails its run ("Connection reset by peer"). The coordination service's barrier has no public API."""
+    from tensorflow.python.eager import context
+
+    timeout_ms = max(1000, int((deadline - time.monotonic()) * 1000))
+    try:
+        context.context().wait_at_barrier("tfdist-validate-smoke-done", timeout_ms)
+    except Exception as error:  # every result is written; a peer that left early has its own report
+        print(f"tfdist-validate smoke test: final barrier: {_error_text(error)}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:

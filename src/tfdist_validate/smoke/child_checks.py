@@ -218,6 +218,9 @@ def allreduce_exact(tf: Any, strategy: Any) -> dict[str, Any]:
     }
 
 
+_FIXED_ROUNDS = 5
+
+
 def _wait_for(strategy: Any, outputs: Any) -> None:
     # Reading one element from every replica waits until the collective has finished on every device.
     for tensor in strategy.experimental_local_results(outputs):
@@ -258,12 +261,17 @@ def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> 
         buffers = fill()
         _wait_for(strategy, reduce(buffers))  # warm-up: tracing and collective setup are not bandwidth
         times: list[float] = []
-        while len(times) < 20:
+        # Across workers every member must run the same number of collectives, so a multi-worker run
+        # times a fixed count instead of stopping when this worker alone thinks it has enough.
+        fixed = local_replicas(strategy) != replicas
+        while len(times) < (_FIXED_ROUNDS if fixed else 20):
             began = time.perf_counter()
             _wait_for(strategy, reduce(buffers))
             times.append(time.perf_counter() - began)
             # enough samples, or no time left before the parent's deadline for another round
             spent = sum(times)
+            if fixed:
+                continue
             if (len(times) >= 5 and spent > 2.0) or time.monotonic() + 2 * times[-1] > deadline:
                 break
     except Exception as error:
