@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -30,6 +31,7 @@ class Sample:
     wall_s: float
     peak_rss_mib: float
     returncode: int
+    cpu_s: float  # user + system time of the whole tree (every descendant is reaped by its parent)
 
 
 def _children(pid: int) -> list[int]:
@@ -56,6 +58,7 @@ def _tree_rss_kib(root: int) -> int:
 
 
 def measure(argv: list[str], env: dict[str, str]) -> Sample:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     peak = 0
@@ -63,15 +66,19 @@ def measure(argv: list[str], env: dict[str, str]) -> Sample:
         peak = max(peak, _tree_rss_kib(proc.pid))
         time.sleep(0.02)
     wall = time.perf_counter() - started
-    return Sample(wall, peak / 1024, proc.returncode)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Sample(wall, peak / 1024, proc.returncode, cpu)
 
 
 def describe(samples: list[Sample]) -> str:
     walls = [s.wall_s for s in samples]
     rss = [s.peak_rss_mib for s in samples]
+    cpu = [s.cpu_s for s in samples]
     return (
         f"wall s min {min(walls):6.2f}  median {statistics.median(walls):6.2f}  max {max(walls):6.2f}   "
-        f"peak RSS MiB min {min(rss):7.1f}  median {statistics.median(rss):7.1f}  max {max(rss):7.1f}"
+        f"peak RSS MiB min {min(rss):7.1f}  median {statistics.median(rss):7.1f}  max {max(rss):7.1f}   "
+        f"CPU s median {statistics.median(cpu):6.2f}"
     )
 
 
@@ -124,7 +131,10 @@ def main() -> int:
         for name, argv in commands.items():
             sample = measure(argv, env)
             samples[name].append(sample)
-            figures = f"{sample.wall_s:.2f} s, {sample.peak_rss_mib:.0f} MiB, exit {sample.returncode}"
+            figures = (
+                f"{sample.wall_s:.2f} s, {sample.peak_rss_mib:.0f} MiB, CPU {sample.cpu_s:.2f} s,"
+                f" exit {sample.returncode}"
+            )
             print(f"  run {i + 1}: {name}: {figures}")
     ours, ref = (samples[name] for name in commands)
     for name in commands:

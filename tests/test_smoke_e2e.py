@@ -17,6 +17,7 @@ import pytest
 
 from conftest import clean_env, run_cli
 from tfdist_validate.smoke.process import group_members
+from tfdist_validate.smoke.run import DRY_RUN_ALLREDUCE_MIB
 
 # Step 4 of ../shared/seeds/000_c0d78176e4a2ffdd.txt, verbatim (long lines split): the output on 2 GPUs.
 REFERENCE_OUTPUT = "\n".join(
@@ -128,7 +129,7 @@ def test_two_cpu_replicas_reproduce_the_reference_table(tmp_path: Path) -> None:
     assert smoke["sync"]["ok"] and smoke["sync"]["variables_checked"] > 0
     assert smoke["allreduce"]["first_values"] == [0.75, 0.75]
     bandwidth = smoke["bandwidth"]
-    assert bandwidth["size_bytes"] == 64 * 2**20
+    assert bandwidth["size_bytes"] == DRY_RUN_ALLREDUCE_MIB * 2**20  # a dry run's default size
     assert bandwidth["busbw_gbps"] == pytest.approx(bandwidth["algbw_gbps"])  # 2(n-1)/n = 1 for n = 2
     assert smoke["cross_device_ops"]["class"] == "CollectiveAllReduce"
     assert smoke["child"]["exit_status"] == 0 and not smoke["child"]["timed_out"]

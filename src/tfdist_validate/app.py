@@ -10,9 +10,10 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__, pipeline
 from tfdist_validate.cluster import tf_config
@@ -20,7 +21,7 @@ from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.context import Context, Deadline
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.probes import Probes
+from tfdist_validate.probes import Probes, collect_tf_facts
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import write_atomically
 from tfdist_validate.report.human import HumanReport, use_colour
@@ -29,6 +30,9 @@ from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
 from tfdist_validate.verdict import Verdict, decide
 from tfdist_validate.watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from tfdist_validate.smoke.shared import SharedChild
 
 
 class Terminated(BaseException):
@@ -160,6 +164,20 @@ class Session:
                 self.human.note(problem)
 
 
+def _start_tensorflow_child(command: str, ctx: Context) -> SharedChild | None:
+    """`run` imports TensorFlow once, in one child started now: the import (seconds) overlaps the host
+    checks, and the same process answers the TensorFlow layer and then runs the smoke test. Not for `check`
+    (a broken node gets its verdict without any TensorFlow import), nor when a test injected the facts."""
+    if command != "run" or ctx.probes.tf_facts is not collect_tf_facts or ctx.probes.tf_child is not None:
+        return None
+    from tfdist_validate.smoke.shared import SharedChild
+
+    shared = SharedChild.for_run(ctx)
+    shared.start()
+    ctx.probes = replace(ctx.probes, tf_facts=shared.facts, tf_child=shared)
+    return shared
+
+
 def execute(
     command: str,
     settings: Settings,
@@ -177,7 +195,11 @@ def execute(
     detail = f"{settings.cpu_replicas} logical CPU replicas" if settings.cpu_replicas else ""
     session.human.header(TOOL_NAME, __version__, command, detail)
 
+    shared: SharedChild | None = None
+
     def on_watchdog() -> None:
+        if shared is not None:
+            shared.kill()
         session.cut_short(
             f"the whole run exceeded --timeout {settings.timeout:g} s and the validator was stuck",
             "look for a hung driver call (`nvidia-smi` hanging too?) or raise --timeout",
@@ -187,7 +209,13 @@ def execute(
 
     try:
         with _signals_raise_terminated(), Watchdog(settings.timeout, on_watchdog):
-            run_checks(pipeline.build(command), session.ctx, on_start=session.start, on_result=session.record)
+            try:
+                shared = _start_tensorflow_child(command, session.ctx)
+                checks = pipeline.build(command)
+                run_checks(checks, session.ctx, on_start=session.start, on_result=session.record)
+            finally:
+                if shared is not None:
+                    shared.close()  # still unclaimed: an earlier layer failed, so no smoke test needs it
     except Terminated as stop:
         session.cut_short(
             f"stopped by {stop} before the verdict (the pod was deleted or the run interrupted)",

@@ -16,7 +16,7 @@ from tfdist_validate.diagnose import Diagnosis, diagnose_file
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer, Outcome, Status, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
-from tfdist_validate.smoke.run import SmokeRun, run_smoke
+from tfdist_validate.smoke.run import SmokeRun, allreduce_mib, run_smoke
 
 NCCL_DOCS = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
 
@@ -330,7 +330,9 @@ def _accuracy(_found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
 
 
 def _bandwidth(found: dict[str, Any], run: SmokeRun, ctx: Context) -> Outcome:
-    mib = ctx.settings.allreduce_mib
+    # the size the child timed (a CPU dry run's default is smaller than a GPU run's)
+    size = found.get("size_bytes")
+    mib = size / 2**20 if isinstance(size, int) else allreduce_mib(ctx.settings)
     floor = ctx.settings.min_busbw_gbps
     if not found.get("ok"):
         return failed(

@@ -15,6 +15,7 @@ from tfdist_validate.probes.nvml import collect as collect_nvml
 
 if TYPE_CHECKING:
     from tfdist_validate.probes.tf_facts import TfFacts, TfFactsProbe
+    from tfdist_validate.smoke.shared import SharedChild
 
 
 def collect_tf_facts(env: Mapping[str, str], timeout_s: float) -> TfFacts:
@@ -31,3 +32,6 @@ class Probes:
     nvml: NvmlProbe = field(default=collect_nvml)
     # TensorFlow's facts from a child process: (env, timeout_s) -> TfFacts
     tf_facts: TfFactsProbe = field(default=collect_tf_facts)
+    # `run`: the one TensorFlow process, started with the run, that answers tf_facts and then runs the smoke
+    # test (smoke/shared.py); None: the facts probe and the smoke test each start their own
+    tf_child: SharedChild | None = None

@@ -10,6 +10,7 @@ log ("Could not load dynamic library 'libcudart.so.12'").
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MARKER = "TFDIST_TF_FACTS "
-_LOG_TAIL = 6000
+LOG_TAIL = 6000
 
 # TensorFlow's log lines that name a CUDA library it could not load (TF 2.x wording, old and new)
 _MISSING = (
@@ -114,15 +115,15 @@ def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
         return TfFacts(
             False,
             probe_error=f"importing TensorFlow and listing its GPUs did not finish within {timeout_s:.0f} s",
-            log=err_text[-_LOG_TAIL:],
+            log=err_text[-LOG_TAIL:],
         )
     for line in reversed(out.splitlines()):
         if line.startswith(MARKER):
-            return from_json(json.loads(line[len(MARKER) :]), err_text[-_LOG_TAIL:])
+            return from_json(json.loads(line[len(MARKER) :]), err_text[-LOG_TAIL:])
     return TfFacts(
         False,
         probe_error=f"the TensorFlow probe exited with {proc.returncode} without reporting",
-        log=err_text[-_LOG_TAIL:],
+        log=err_text[-LOG_TAIL:],
     )
 
 
@@ -136,15 +137,28 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
-def _facts() -> dict[str, Any]:
+def import_tensorflow() -> tuple[Any, dict[str, Any] | None]:
+    """(the tensorflow module, None), or (None, the facts of a failed import). Touches no GPU: TensorFlow
+    initialises CUDA (cuInit) only when devices are first listed, in `facts_of`."""
+    # The import creates about a million objects and no garbage cycles worth collecting: without the cyclic
+    # collector it is faster, and freezing what it built keeps later collections (tf.function tracing makes
+    # many) from walking it all again. Neither touches any value TensorFlow computes.
+    gc.disable()
     try:
         import tensorflow as tf
     except BaseException as err:  # a broken install raises anything from ImportError to OSError
-        return {
+        return None, {
             "imported": False,
             "import_error": f"{type(err).__name__}: {err}",
             "traceback": traceback.format_exc(limit=5),
         }
+    finally:
+        gc.freeze()
+        gc.enable()
+    return tf, None
+
+
+def facts_of(tf: Any) -> dict[str, Any]:
     facts: dict[str, Any] = {"imported": True, "version": tf.__version__}
     facts["build_info"] = _jsonable(dict(tf.sysconfig.get_build_info()))
     facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
@@ -158,6 +172,11 @@ def _facts() -> dict[str, Any]:
             details.append({"error": str(err)})
     facts["gpu_details"] = details
     return facts
+
+
+def _facts() -> dict[str, Any]:
+    tf, failure = import_tensorflow()
+    return failure if failure is not None else facts_of(tf)
 
 
 def main() -> int:

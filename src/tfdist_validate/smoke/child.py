@@ -20,8 +20,10 @@ import statistics
 import sys
 import time
 import traceback
+from dataclasses import replace
 from typing import Any
 
+from tfdist_validate.probes import tf_facts
 from tfdist_validate.smoke import child_checks, child_multiworker
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
 
@@ -262,15 +264,10 @@ def _wait_for_all_workers(deadline: float) -> None:
         print(f"tfdist-validate smoke test: final barrier: {_error_text(error)}", file=sys.stderr, flush=True)
 
 
-def main(argv: list[str]) -> int:
-    started = time.monotonic()
-    spec = ChildSpec.from_json(argv[1])
+def _smoke(tf: Any, spec: ChildSpec, started: float) -> int:
     results = Results(spec.results_path)
-    try:
-        import tensorflow as tf
-    except Exception as error:
-        results.write("error", during="import", error=_error_text(error), traceback=traceback.format_exc())
-        return 3
+    if tf is None:
+        return 3  # the import failed; serve() has written why
     try:
         run(tf, spec, results, deadline=started + spec.budget_s)
     except Exception as error:  # a bug of ours between stages: say where, the parent reports it
@@ -284,6 +281,46 @@ def main(argv: list[str]) -> int:
     # Everything is proven and written. Skip interpreter and TensorFlow teardown: a hang or crash there
     # (thread pools, collective executors) would turn a proven run into a timeout.
     os._exit(0)
+
+
+def serve(results_path: str) -> int:
+    """`run`'s one TensorFlow process: started with the run, it imports TensorFlow while the parent checks
+    the host, then answers the parent's commands on stdin, one JSON object per line:
+
+        {"do": "facts"}                 -> one stdout line: tf_facts.MARKER + TensorFlow's facts
+        {"do": "smoke", "spec": {...}}  -> the smoke test, exactly as `main` runs it; the process then ends
+
+    The import touches no GPU; CUDA is initialised only by "facts", which the parent sends once the driver
+    and health layers have passed. End of input (the parent needs nothing more, or died) ends the process.
+    """
+    tf, failure = tf_facts.import_tensorflow()
+    for line in sys.stdin:
+        command = json.loads(line)
+        if command["do"] == "facts":
+            print(tf_facts.MARKER + json.dumps(failure or tf_facts.facts_of(tf)), flush=True)
+        elif command["do"] == "smoke":
+            started = time.monotonic()
+            # the results file named on the command line, so that the process can be found by it
+            spec = replace(ChildSpec.from_json(json.dumps(command["spec"])), results_path=results_path)
+            if failure is not None:
+                Results(results_path).write(
+                    "error", during="import", error=failure["import_error"], traceback=failure["traceback"]
+                )
+            return _smoke(tf, spec, started)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 3 and argv[1] == "--serve":
+        return serve(argv[2])
+    started = time.monotonic()
+    spec = ChildSpec.from_json(argv[1])
+    tf, failure = tf_facts.import_tensorflow()
+    if failure is not None:
+        Results(spec.results_path).write(
+            "error", during="import", error=failure["import_error"], traceback=failure["traceback"]
+        )
+    return _smoke(tf, spec, started)
 
 
 if __name__ == "__main__":

@@ -67,11 +67,17 @@ def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:
 
 
 class _LineRelay:
-    """Forwards complete lines to `out` as they arrive and keeps the last ones for the report."""
+    """Forwards complete lines to `out` as they arrive and keeps the last ones for the report.
 
-    def __init__(self, out: TextIO) -> None:
+    Lines that start with `capture` are the child's answers to the parent, not output: they are held in
+    `captured` instead.
+    """
+
+    def __init__(self, out: TextIO, capture: str | None = None) -> None:
         self.out = out
         self.kept: deque[str] = deque(maxlen=OUTPUT_KEPT)
+        self.capture = capture
+        self.captured: deque[str] = deque()
         self._partial = b""
 
     def feed(self, chunk: bytes) -> None:
@@ -86,6 +92,9 @@ class _LineRelay:
 
     def _emit(self, raw: bytes) -> None:
         line = raw.decode("utf-8", errors="replace").rstrip("\r")
+        if self.capture is not None and line.startswith(self.capture):
+            self.captured.append(line)
+            return
         self.kept.append(line)
         with contextlib.suppress(OSError, ValueError):  # a closed terminal must not stop the cleanup
             self.out.write(line + "\n")
@@ -93,13 +102,24 @@ class _LineRelay:
 
 
 class ChildProcess:
-    """One supervised child. Use as: start(); relay_until(deadline); and always stop() in a finally."""
+    """One supervised child. Use as: start(); relay_until(deadline); and always stop() in a finally.
 
-    def __init__(self, argv: Sequence[str], env: Mapping[str, str], log_path: Path, out: TextIO) -> None:
+    With `capture`, the child also takes commands: send() writes a line to its stdin, and read_captured()
+    waits for an answer line (one that starts with `capture`) while relaying everything else.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        log_path: Path,
+        out: TextIO,
+        capture: str | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
         self.log_path = log_path
-        self.relay = _LineRelay(out)
+        self.relay = _LineRelay(out, capture)
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: BinaryIO | None = None
         self.started_at = 0.0
@@ -108,6 +128,7 @@ class ChildProcess:
         self.returncode: int | None = None  # negative: killed by that signal (subprocess's convention)
         self.leftover_pids: list[int] = []
         self.stopped = False
+        self.eof = False  # the child closed its stdout (normally: it exited)
 
     @property
     def pid(self) -> int | None:
@@ -118,28 +139,62 @@ class ChildProcess:
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
             self.argv,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if self.relay.capture is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self._log,
             env=self.env,
             start_new_session=True,  # its own group: one killpg reaches whatever TensorFlow spawned
         )
 
-    def relay_until(self, deadline: float) -> None:
-        """Relay stdout until the child exits or the deadline (time.monotonic()) passes."""
+    def alive(self) -> bool:
+        """Started and not exited; checked without reaping it (WNOWAIT), so its group id stays reserved."""
+        if self.proc is None or self.stopped or self.eof:
+            return False
+        with contextlib.suppress(ChildProcessError):
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        return False
+
+    def send(self, line: str) -> bool:
+        """One command line to the child's stdin; False when the child can no longer read it."""
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(line.encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):  # it died, or its stdin was closed
+            return False
+        return True
+
+    def read_captured(self, deadline: float) -> str | None:
+        """Relay stdout until an answer line arrives (returned), the child closes stdout, or the deadline
+        passes (both None; `eof` tells which)."""
+        while not self.relay.captured:
+            if self.eof or not self._read_some(deadline):
+                return None
+        return self.relay.captured.popleft()
+
+    def _read_some(self, deadline: float) -> bool:
+        """Wait for output until the deadline and relay it; False at the deadline or at EOF."""
         assert self.proc is not None and self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
-                self.timed_out = True
-                return
+                return False
             ready, _, _ = select.select([fd], [], [], min(left, 1.0))
             if ready:
                 chunk = os.read(fd, 65536)
                 if not chunk:  # EOF: the child closed stdout, normally by exiting
-                    break
+                    self.eof = True
+                    return False
                 self.relay.feed(chunk)
+                return True
+
+    def relay_until(self, deadline: float) -> None:
+        """Relay stdout until the child exits or the deadline (time.monotonic()) passes."""
+        while not self.eof:
+            if not self._read_some(deadline) and not self.eof:
+                self.timed_out = True
+                return
         self.timed_out = not self._exited_by(deadline)
 
     def _exited_by(self, deadline: float) -> bool:
@@ -168,6 +223,9 @@ class ChildProcess:
                 proc.wait(timeout=REAP_S)
             self.returncode = proc.returncode
             self.leftover_pids = self._wait_group_gone(proc.pid, time.monotonic() + REAP_S)
+            if proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
             if proc.stdout is not None:
                 self._drain(proc.stdout.fileno())
                 proc.stdout.close()

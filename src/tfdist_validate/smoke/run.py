@@ -12,11 +12,13 @@ from typing import Any
 
 import tfdist_validate
 from tfdist_validate.context import Context
+from tfdist_validate.settings import Settings
 from tfdist_validate.smoke import results as child_results
 from tfdist_validate.smoke.process import ChildProcess, signals_deferred
 from tfdist_validate.smoke.spec import ChildSpec
 
 LOG_TAIL_LINES = 40
+DRY_RUN_ALLREDUCE_MIB = 8.0
 OUTPUT_TAIL_LINES = 40
 _LINE_CHARS = 500
 
@@ -64,7 +66,7 @@ def tail_lines(path: Path, count: int) -> list[str]:
     return [line[:_LINE_CHARS] for line in lines]
 
 
-def _child_env(ctx: Context) -> dict[str, str]:
+def child_env(ctx: Context) -> dict[str, str]:
     env = dict(ctx.env)
     env["PYTHONUNBUFFERED"] = "1"  # Keras' epoch lines must reach the parent as they are printed
     # The child imports this package; make that work from a source tree that was not pip-installed too.
@@ -73,11 +75,27 @@ def _child_env(ctx: Context) -> dict[str, str]:
     return env
 
 
+def allreduce_mib(settings: Settings) -> float:
+    """The timed all-reduce's size. A CPU dry run's default is DRY_RUN_ALLREDUCE_MIB: there the figure is
+    memory copies anyway, and 64 MiB per replica would cost a quarter of a gigabyte of RAM for it."""
+    if settings.cpu_replicas is not None and settings.sources.get("allreduce_mib", "default") == "default":
+        return min(settings.allreduce_mib, DRY_RUN_ALLREDUCE_MIB)
+    return settings.allreduce_mib
+
+
 def run_smoke(ctx: Context) -> SmokeRun:
-    # Kept after the run: the log is evidence, for the report and for `tfdist-validate diagnose`.
-    workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
-    log_path = workdir / "child.log"
-    results_path = workdir / "results.jsonl"
+    # `run` started one TensorFlow process with the run (smoke/shared.py): it already imported TensorFlow and
+    # answered the TensorFlow layer, and runs the smoke test too. Otherwise (it is gone, or the facts were
+    # injected) a fresh child runs it.
+    shared = ctx.probes.tf_child
+    if shared is not None and shared.child.alive() and shared.answered and not shared.claimed:
+        log_path, results_path = shared.log_path, shared.results_path
+    else:
+        shared = None
+        # Kept after the run: the log is evidence, for the report and for `tfdist-validate diagnose`.
+        workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
+        log_path = workdir / "child.log"
+        results_path = workdir / "results.jsonl"
     settings = ctx.settings
     spec = ChildSpec(
         results_path=str(results_path),
@@ -85,19 +103,22 @@ def run_smoke(ctx: Context) -> SmokeRun:
         cpu_replicas=settings.cpu_replicas,
         epochs=settings.epochs,
         per_replica_batch=settings.per_replica_batch,
-        allreduce_mib=settings.allreduce_mib,
+        allreduce_mib=allreduce_mib(settings),
         budget_s=ctx.deadline.remaining(),
         multi_worker=ctx.cluster is not None and ctx.cluster.is_multi_worker,
     )
     argv = [sys.executable, "-m", "tfdist_validate.smoke.child", spec.to_json()]
-    child = ChildProcess(argv, _child_env(ctx), log_path, ctx.out)
+    child = shared.child if shared is not None else ChildProcess(argv, child_env(ctx), log_path, ctx.out)
     section = ctx.section("smoke")
     section.update(dry_run=ctx.dry_run, requested_devices=spec.strategy_devices())
     section["log"] = {"path": str(log_path), "tail": []}
     interrupted = False
     try:
-        with signals_deferred():  # no window in which a child exists that stop() would not know of
-            child.start()
+        if shared is not None:
+            shared.claim(spec)  # from here on, stopping it is this function's job
+        else:
+            with signals_deferred():  # no window in which a child exists that stop() would not know of
+                child.start()
         section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
         child.relay_until(ctx.deadline.at)
     except BaseException as stop:  # Terminated (SIGTERM / SIGINT) from app.py: clean up below, then go on
