@@ -3,6 +3,8 @@
 Prints min / median / max wall time and peak RSS for each command, the ratios of the medians, and the machine.
 Peak RSS is the largest sum over the whole process tree (the validator and its TensorFlow child together),
 sampled from /proc every 20 ms, so a command cannot look small by moving its work into a child process.
+CPU time (user + system of the whole tree) is printed too: on a machine shared with other jobs it varies
+less than wall time, and it shows whether a gain is less work or only more overlap.
 
 Usage: python benchmarks/bench.py [--runs N]   (make bench)
 """
@@ -124,7 +126,8 @@ def main() -> int:
     }
     print(f"machine: {machine()}")
     print(
-        f"method: {args.runs} paired runs, A B A B, one after the other; peak RSS of the whole process tree"
+        f"method: {args.runs} paired runs, A B A B, one after the other; peak RSS and CPU time of the whole"
+        " process tree"
     )
     samples: dict[str, list[Sample]] = {name: [] for name in commands}
     for i in range(args.runs):
