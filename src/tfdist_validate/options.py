@@ -193,7 +193,7 @@ OPTIONS: tuple[Option, ...] = (
         "allreduce_mib",
         *_float_in(0.0, 16384.0, low_open=True),
         64.0,
-        "size of the timed all-reduce for the bandwidth check, in MiB",
+        "size of the timed all-reduce for the bandwidth check, in MiB (8 in a --cpu-replicas dry run)",
         "MIB",
     ),
     Option(
