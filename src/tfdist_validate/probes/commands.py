@@ -6,7 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -17,6 +17,7 @@ class CommandResult:
     stdout: str
     stderr: str
     error: str = ""  # why it did not run or did not finish
+    timed_out: bool = False  # killed at the deadline (returncode None); else None means it never started
 
     @property
     def ok(self) -> bool:
@@ -26,7 +27,8 @@ class CommandResult:
 CommandRunner = Callable[[Sequence[str], float], CommandResult]
 
 
-def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
+def run_command(argv: Sequence[str], timeout_s: float, env: Mapping[str, str] | None = None) -> CommandResult:
+    """env: the child's whole environment; None inherits this process's."""
     args = tuple(argv)
     try:
         # A new session so that a hung tool and whatever it spawned can be killed as one group.
@@ -38,6 +40,7 @@ def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
             text=True,
             errors="replace",
             start_new_session=True,
+            env=None if env is None else dict(env),
         )
     except OSError as err:
         return CommandResult(args, None, "", "", f"{args[0]}: {err.strerror or err}")
@@ -46,7 +49,9 @@ def run_command(argv: Sequence[str], timeout_s: float) -> CommandResult:
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         out, err_text = proc.communicate()
-        return CommandResult(args, None, out, err_text, f"{args[0]} did not finish within {timeout_s:g} s")
+        return CommandResult(
+            args, None, out, err_text, f"{args[0]} did not finish within {timeout_s:g} s", timed_out=True
+        )
     return CommandResult(args, proc.returncode, out, err_text)
 
 

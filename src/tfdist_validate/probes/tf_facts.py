@@ -9,18 +9,16 @@ log ("Could not load dynamic library 'libcudart.so.12'").
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
 import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from tfdist_validate.probes.commands import run_command
 
 MARKER = "TFDIST_TF_FACTS "
 LOG_TAIL = 6000
@@ -92,38 +90,21 @@ def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
 
 def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
     """Run the child under `env` (CUDA_VISIBLE_DEVICES and friends matter) and parse its one line."""
-    argv = [sys.executable, "-m", "tfdist_validate.probes.tf_facts"]
-    try:
-        proc = subprocess.Popen(
-            argv,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            stdin=subprocess.DEVNULL,
-            env=dict(env),
-            text=True,
-            errors="replace",
-            start_new_session=True,  # a hung import and whatever it spawned are killed as one group
-        )
-    except OSError as err:
-        return TfFacts(False, probe_error=f"could not start {argv[0]}: {err.strerror or err}")
-    try:
-        out, err_text = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        out, err_text = proc.communicate()
+    ran = run_command([sys.executable, "-m", "tfdist_validate.probes.tf_facts"], timeout_s, env)
+    log = ran.stderr[-LOG_TAIL:]
+    if ran.returncode is None and not ran.timed_out:
+        return TfFacts(False, probe_error=f"could not start {ran.error}")
+    if ran.timed_out:
         return TfFacts(
             False,
             probe_error=f"importing TensorFlow and listing its GPUs did not finish within {timeout_s:.0f} s",
-            log=err_text[-LOG_TAIL:],
+            log=log,
         )
-    for line in reversed(out.splitlines()):
+    for line in reversed(ran.stdout.splitlines()):
         if line.startswith(MARKER):
-            return from_json(json.loads(line[len(MARKER) :]), err_text[-LOG_TAIL:])
+            return from_json(json.loads(line[len(MARKER) :]), log)
     return TfFacts(
-        False,
-        probe_error=f"the TensorFlow probe exited with {proc.returncode} without reporting",
-        log=err_text[-LOG_TAIL:],
+        False, probe_error=f"the TensorFlow probe exited with {ran.returncode} without reporting", log=log
     )
 
 
