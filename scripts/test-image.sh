@@ -124,7 +124,8 @@ labels=$("${engine}" image inspect --format \
 if [[ "${labels%% *}" == "${version}" && -n "${labels#* }" ]]; then ok "OCI labels: ${labels}"; else bad "OCI labels: '${labels}'"; fi
 
 log "${image}: SIGTERM reaches the validator"
-"${engine}" "${engine_flags[@]}" run -d --name "${name}" "${run_flags[@]:1}" "${image}" run --cpu-replicas 2 > /dev/null
+# 500 epochs: the run must still be training when the stop arrives, however fast the machine is.
+"${engine}" "${engine_flags[@]}" run -d --name "${name}" "${run_flags[@]:1}" "${image}" run --cpu-replicas 2 --epochs 500 > /dev/null
 sleep 10
 "${engine}" stop --time 60 "${name}" > /dev/null
 rc=$("${engine}" wait "${name}" 2>/dev/null || "${engine}" inspect --format '{{.State.ExitCode}}' "${name}")
