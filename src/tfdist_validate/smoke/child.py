@@ -158,14 +158,15 @@ def _step_time_s(train_s: list[float], steps: int) -> float | None:
 def _is_collective(tf: Any, error: BaseException) -> bool:
     """Errors of the cross-replica / cross-worker communication rather than of the model: a peer that died
     or cannot be reached (Unavailable), a collective past its timeout (DeadlineExceeded), or one aborted
-    because another member failed (Cancelled / Aborted)."""
+    because another member failed (Cancelled / Aborted, or any error TensorFlow reports as "Collective ops is
+    aborted by: ...", e.g. an InternalError about mismatched collective instances after a peer died)."""
     kinds = (
         tf.errors.UnavailableError,
         tf.errors.DeadlineExceededError,
         tf.errors.CancelledError,
         tf.errors.AbortedError,
     )
-    return isinstance(error, kinds)
+    return isinstance(error, kinds) or "Collective ops is aborted" in str(error)
 
 
 def _train(
