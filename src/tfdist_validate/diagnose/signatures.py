@@ -239,17 +239,29 @@ _SIGNATURE_KEYS = {
 _EVIDENCE_KEYS = {"id", "context", "title", "patterns", "sources"}
 
 
-def _signature(index: int, entry: Any) -> Signature:
-    where = f"signatures[{index}]"
+def _identify(kind: str, position: str, entry: Any, keys: set[str]) -> tuple[str, str]:
+    """Checks an entry's shape, id and keys; returns its id and the name errors should use for it."""
     if not isinstance(entry, dict):
-        raise SignatureError(f"{where}: expected a mapping")
-    sig_id = entry.get("id")
-    if not isinstance(sig_id, str) or not _ID.match(sig_id):
-        raise SignatureError(f"{where}: id {sig_id!r} must be lowercase words joined by '-'")
-    where = f"signature {sig_id}"
-    unknown = set(entry) - _SIGNATURE_KEYS
+        raise SignatureError(f"{position}: expected a mapping")
+    entry_id = entry.get("id")
+    if not isinstance(entry_id, str) or not _ID.match(entry_id):
+        raise SignatureError(f"{position}: id {entry_id!r} must be lowercase words joined by '-'")
+    where = f"{kind} {entry_id}"
+    unknown = set(entry) - keys
     if unknown:
         raise SignatureError(f"{where}: unknown keys {sorted(unknown)}")
+    return entry_id, where
+
+
+def _patterns(where: str, entry: dict[str, Any]) -> tuple[Pattern, ...]:
+    return tuple(
+        _compile(f"{where}: patterns[{i}]", p)
+        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
+    )
+
+
+def _signature(index: int, entry: Any) -> Signature:
+    sig_id, where = _identify("signature", f"signatures[{index}]", entry, _SIGNATURE_KEYS)
     severity = entry.get("severity")
     if severity not in SEVERITIES:
         raise SignatureError(f"{where}: severity must be one of {SEVERITIES}")
@@ -266,10 +278,7 @@ def _signature(index: int, entry: Any) -> Signature:
     for key, values in contexts.items():
         if not set(values) <= set(CONTEXTS):
             raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
-    patterns = tuple(
-        _compile(f"{where}: patterns[{i}]", p)
-        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
-    )
+    patterns = _patterns(where, entry)
     return Signature(
         id=sig_id,
         severity=severity,
@@ -289,25 +298,16 @@ def _signature(index: int, entry: Any) -> Signature:
 
 
 def _evidence(index: int, entry: Any) -> Evidence:
-    where = f"contexts[{index}]"
-    if not isinstance(entry, dict):
-        raise SignatureError(f"{where}: expected a mapping")
-    ev_id = entry.get("id")
-    if not isinstance(ev_id, str) or not _ID.match(ev_id):
-        raise SignatureError(f"{where}: id {ev_id!r} must be lowercase words joined by '-'")
-    where = f"context {ev_id}"
-    unknown = set(entry) - _EVIDENCE_KEYS
-    if unknown:
-        raise SignatureError(f"{where}: unknown keys {sorted(unknown)}")
+    ev_id, where = _identify("context", f"contexts[{index}]", entry, _EVIDENCE_KEYS)
     context = entry.get("context")
     if context not in CONTEXTS:
         raise SignatureError(f"{where}: context must be one of {CONTEXTS}")
-    patterns = tuple(
-        _compile(f"{where}: patterns[{i}]", p)
-        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
-    )
     return Evidence(
-        ev_id, context, _text(where, entry, "title"), patterns, _urls(where, entry, "sources", required=True)
+        ev_id,
+        context,
+        _text(where, entry, "title"),
+        _patterns(where, entry),
+        _urls(where, entry, "sources", required=True),
     )
 
 
