@@ -124,3 +124,48 @@ def test_real_mirrored_variables_all_reduce_and_implementation() -> None:
         "name": "collective all-reduce (RING)",
         "reduce_to_device": None,
     }
+
+
+# The smoke test feeds each replica its own copy of the reference pipeline (child._per_replica_datasets)
+# instead of distributing the global one; every replica must still get exactly the rows it would have got.
+_INPUT_SPLIT = textwrap.dedent(
+    """
+    import json
+    import numpy as np
+    import tensorflow as tf
+    from tfdist_validate.smoke import child
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+    tf.keras.utils.set_random_seed(7)
+    checked = []
+    for replicas, per_replica in ((2, 16), (3, 16), (4, 5), (3, 7)):
+        strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
+        global_batch = replicas * per_replica
+        reference = [strategy.experimental_distribute_dataset(d)
+                     for d in child._reference_datasets(tf, global_batch)]
+        ours = child._per_replica_datasets(tf, strategy, global_batch)
+        for ref_ds, our_ds in zip(reference, ours):
+            for _ in range(3):  # every new iterator draws the next shuffle order
+                ref_rows = [[[t.numpy().tolist() for t in strategy.experimental_local_results(part)]
+                             for part in batch] for batch in ref_ds]
+                our_rows = [[[t.numpy().tolist() for t in strategy.experimental_local_results(part)]
+                             for part in batch] for batch in our_ds]
+                assert ref_rows == our_rows, (replicas, per_replica)
+                checked.append(len(ref_rows))
+    print(json.dumps(checked))
+    """
+)
+
+
+@pytest.mark.slow
+def test_per_replica_input_gives_every_replica_the_reference_rows() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _INPUT_SPLIT], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    # batches per pass: 512 and 128 examples in global batches of 32, 48, 20 and 21 (partial last batches)
+    assert (
+        json.loads(done.stdout.strip().splitlines()[-1])
+        == [16] * 3 + [4] * 3 + [11] * 3 + [3] * 3 + [26] * 3 + [7] * 3 + [25] * 3 + [7] * 3
+    )
