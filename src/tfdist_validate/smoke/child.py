@@ -103,31 +103,45 @@ def _cluster_facts(strategy: Any, spec: ChildSpec) -> dict[str, Any]:
     }
 
 
-def _reference_datasets(
-    tf: Any, global_batch: int, replica: tuple[int, int] | None = None
-) -> tuple[Any, Any]:
-    """The reference's two pipelines. With `replica=(index, count)` every global batch is cut, before the
-    prefetch, to that replica's rows, the rows TensorFlow's own split gives it (`_replica_rows`)."""
+def _reference_data(tf: Any) -> tuple[Any, Any]:
+    """The reference's 640 examples: features and their labels."""
     features = tf.random.stateless_normal((TRAIN_EXAMPLES + VAL_EXAMPLES, 8), seed=(7, 11))
     score = features[:, 0] * 0.9 + features[:, 1] * 0.5 - features[:, 2] * 0.4 + features[:, 3] * 0.2
     labels = tf.cast(score > 0, tf.float32)[:, None]
+    return features, labels
 
-    def share(dataset: Any) -> Any:
-        if replica is None:
-            return dataset
-        return dataset.map(lambda x, y: _replica_rows(tf, (x, y), *replica))
 
-    train_ds = share(
-        tf.data.Dataset.from_tensor_slices((features[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES]))
-        .shuffle(TRAIN_EXAMPLES, seed=SEED, reshuffle_each_iteration=True)
-        .batch(global_batch)
-    ).prefetch(tf.data.AUTOTUNE)
-    val_ds = share(
-        tf.data.Dataset.from_tensor_slices((features[TRAIN_EXAMPLES:], labels[TRAIN_EXAMPLES:])).batch(
-            global_batch
-        )
-    ).prefetch(tf.data.AUTOTUNE)
-    return train_ds, val_ds
+def _reference_pipeline(
+    tf: Any, data: tuple[Any, Any], training: bool, global_batch: int, replica: tuple[int, int] | None = None
+) -> Any:
+    """The reference's training (shuffled) or validation pipeline. With `replica=(index, count)` every global
+    batch is cut, before the prefetch, to that replica's rows, the rows TensorFlow's own split gives it."""
+    features, labels = data
+    if training:
+        dataset = tf.data.Dataset.from_tensor_slices((features[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES]))
+        dataset = dataset.shuffle(TRAIN_EXAMPLES, seed=SEED, reshuffle_each_iteration=True)
+    else:
+        dataset = tf.data.Dataset.from_tensor_slices((features[TRAIN_EXAMPLES:], labels[TRAIN_EXAMPLES:]))
+    dataset = dataset.batch(global_batch)
+    if replica is not None:
+        index, count = replica
+
+        # plain graph code: converting it with AutoGraph would cost more (its first use) than the pipeline
+        @tf.autograph.experimental.do_not_convert  # type: ignore[untyped-decorator]
+        def take_share(x: Any, y: Any) -> tuple[Any, ...]:
+            return _replica_rows(tf, (x, y), index, count)
+
+        dataset = dataset.map(take_share)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _reference_datasets(tf: Any, global_batch: int) -> tuple[Any, Any]:
+    """The reference's two pipelines, as published (global batches)."""
+    data = _reference_data(tf)
+    return (
+        _reference_pipeline(tf, data, True, global_batch),
+        _reference_pipeline(tf, data, False, global_batch),
+    )
 
 
 def _replica_rows(tf: Any, batch: tuple[Any, ...], index: int, count: int) -> tuple[Any, ...]:
@@ -158,14 +172,17 @@ def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[An
         experimental_fetch_to_device=False,
     )
 
-    def replica_pipeline(which: int) -> Any:
+    data = _reference_data(tf)
+
+    def distributed(training: bool) -> Any:
         # In PER_REPLICA mode the function is called once per replica, input_pipeline_id being its index
         def build(context: Any) -> Any:
-            return _reference_datasets(tf, global_batch, (context.input_pipeline_id, count))[which]
+            share = (context.input_pipeline_id, count)
+            return _reference_pipeline(tf, data, training, global_batch, share)
 
         return strategy.distribute_datasets_from_function(build, options)
 
-    return replica_pipeline(0), replica_pipeline(1)
+    return distributed(True), distributed(False)
 
 
 def _reference_model(tf: Any) -> Any:
