@@ -12,7 +12,9 @@ Usage: python benchmarks/bench.py [--runs N]   (make bench)
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
+import importlib.util
 import os
 import platform
 import resource
@@ -104,6 +106,17 @@ def machine() -> str:
     return f"{cpu}; {os.cpu_count()} CPUs; {mem_kib / 1048576:.1f} GiB; {python}; {platform.platform()}"
 
 
+def compile_package() -> str:
+    """Byte-compile tfdist_validate as `pip install` does. An editable install has no bytecode, and with
+    PYTHONDONTWRITEBYTECODE set (as on the development machine) every run would compile ~50 modules again."""
+    spec = importlib.util.find_spec("tfdist_validate")
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    if not folders:
+        return "tfdist_validate not found"
+    done = all(compileall.compile_dir(folder, quiet=1) for folder in folders)
+    return "bytecode compiled first, as pip does at install" if done else "bytecode could not be compiled"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="paired runs (default 5)")
@@ -127,7 +140,7 @@ def main() -> int:
     print(f"machine: {machine()}")
     print(
         f"method: {args.runs} paired runs, A B A B, one after the other; peak RSS and CPU time of the whole"
-        " process tree"
+        f" process tree; tfdist_validate: {compile_package()}"
     )
     samples: dict[str, list[Sample]] = {name: [] for name in commands}
     for i in range(args.runs):
