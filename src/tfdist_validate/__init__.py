@@ -1,10 +1,7 @@
 """tfdist-validate: can synchronized multi-GPU TensorFlow training run here?"""
 
-from importlib import metadata as _metadata
-
-try:
-    __version__ = _metadata.version("tfdist-validate")
-except _metadata.PackageNotFoundError:  # running from a source tree that was not pip-installed
-    __version__ = "0.0.0+source"
+# The one place the version is written (pyproject.toml reads it). A literal, not importlib.metadata: that
+# import costs ~50 ms on every start, before `run` can start its TensorFlow process.
+__version__ = "0.1.0"
 
 TOOL_NAME = "tfdist-validate"

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tfdist_validate.errors import UsageError
 from tfdist_validate.options import BY_ENV, BY_NAME, CONFIG_ENV, OPTIONS, BadValue, Option
 
@@ -71,6 +69,8 @@ def load_config_file(path: str, source: str = "--config") -> dict[str, tuple[Any
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
         raise UsageError(f"{source}: cannot read {path!r}: {reason}") from None
+    import yaml  # only when a settings file is given: PyYAML's import is ~25 ms of every start
+
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
