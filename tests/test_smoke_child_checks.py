@@ -95,7 +95,8 @@ _REAL_TF = textwrap.dedent(
         "healthy": healthy,
         "desynced": desynced,
         "unscoped": unscoped,
-        "allreduce": child_checks.allreduce_exact(tf, strategy),
+        "allreduce": child_checks.allreduce_exact(
+            tf, strategy, child_checks.sum_across_replicas(tf, strategy)),
         "cross_device_ops": child_checks.describe_cross_device_ops(strategy),
     }))
     """

@@ -183,23 +183,47 @@ def compare_exact(got: list[np.ndarray], expected: np.ndarray) -> list[dict[str,
     return wrong
 
 
-def allreduce_exact(tf: Any, strategy: Any) -> dict[str, Any]:
-    """Replica i contributes (i + 1) * pattern; every replica must receive n(n+1)/2 * pattern exactly."""
-    replicas = int(strategy.num_replicas_in_sync)
-    pattern = exact_pattern()
-    base = tf.constant(pattern)
+def per_replica_values(tf: Any, strategy: Any, make: Any) -> Any:
+    """`make(replica_id)` on every local replica, created eagerly on that replica's device: no tf.function
+    to trace (a traced fill cost 0.1-0.2 s). TensorFlow's distribute_values_from_function alone would leave
+    every value on the first device."""
+    devices = strategy.extended.worker_devices
+
+    def on_device(context: Any) -> Any:
+        replica = context.replica_id_in_sync_group
+        # global replica ids run worker by worker, each worker holding the same number of replicas
+        with tf.device(devices[replica % len(devices)]):
+            return make(replica)
+
+    return strategy.experimental_distribute_values_from_function(on_device)
+
+
+def sum_across_replicas(tf: Any, strategy: Any) -> Any:
+    """A tf.function: the cross-replica SUM of a per-replica value, as every replica receives it."""
 
     @tf.function  # type: ignore[untyped-decorator]
-    def step() -> Any:
-        def contribute() -> Any:
-            context = tf.distribute.get_replica_context()
-            mine = tf.cast(context.replica_id_in_sync_group + 1, tf.float32) * base
-            return context.all_reduce(tf.distribute.ReduceOp.SUM, mine)
+    def reduce(values: Any) -> Any:
+        def sum_across(value: Any) -> Any:
+            # With one local replica (a worker of MultiWorkerMirroredStrategy) strategy.run hands back a plain
+            # tensor rather than a per-replica value; identity places it on this replica's device, without
+            # which TensorFlow answers "destinations can not be empty".
+            return tf.distribute.get_replica_context().all_reduce(
+                tf.distribute.ReduceOp.SUM, tf.identity(value)
+            )
 
-        return strategy.run(contribute)
+        return strategy.run(sum_across, args=(values,))
 
+    return reduce
+
+
+def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> dict[str, Any]:
+    """Replica i contributes (i + 1) * pattern; every replica must receive n(n+1)/2 * pattern exactly.
+    `reduce` is sum_across_replicas' function, shared with the bandwidth test."""
+    replicas = int(strategy.num_replicas_in_sync)
+    pattern = exact_pattern()
     try:
-        got = [np.asarray(t.numpy()) for t in strategy.experimental_local_results(step())]
+        mine = per_replica_values(tf, strategy, lambda i: tf.constant(pattern) * float(i + 1))
+        got = [np.asarray(t.numpy()) for t in strategy.experimental_local_results(reduce(mine))]
     except Exception as error:
         return {"ran": True, "ok": False, "replicas": replicas, "error": f"{type(error).__name__}: {error}"}
     expected = pattern * np.float32(replicas * (replicas + 1) // 2)
@@ -227,7 +251,7 @@ def _wait_for(strategy: Any, outputs: Any) -> None:
         tensor[:1].numpy()
 
 
-def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> dict[str, Any]:
+def allreduce_bandwidth(tf: Any, strategy: Any, reduce: Any, mib: float, deadline: float) -> dict[str, Any]:
     """Time a SUM all-reduce of `mib` MiB of float32 per replica; nccl-tests' algbw and busbw."""
     replicas = int(strategy.num_replicas_in_sync)
     elements = max(1, int(mib * 2**20) // 4)
@@ -237,28 +261,8 @@ def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> 
         # Nothing crosses a device boundary (and TensorFlow rejects the cross-device call with no peers).
         return {**report, "ran": False, "ok": True, "reason": "one replica: no data moves between devices"}
 
-    @tf.function  # type: ignore[untyped-decorator]
-    def fill() -> Any:
-        def make() -> Any:
-            context = tf.distribute.get_replica_context()
-            return tf.fill([elements], tf.cast(context.replica_id_in_sync_group, tf.float32))
-
-        return strategy.run(make)
-
-    @tf.function  # type: ignore[untyped-decorator]
-    def reduce(buffers: Any) -> Any:
-        def sum_across(value: Any) -> Any:
-            # With one local replica (a worker of MultiWorkerMirroredStrategy) strategy.run hands back a plain
-            # tensor rather than a per-replica value; identity places it on this replica's device, without
-            # which TensorFlow answers "destinations can not be empty".
-            return tf.distribute.get_replica_context().all_reduce(
-                tf.distribute.ReduceOp.SUM, tf.identity(value)
-            )
-
-        return strategy.run(sum_across, args=(buffers,))
-
     try:
-        buffers = fill()
+        buffers = per_replica_values(tf, strategy, lambda i: tf.fill([elements], float(i)))
         _wait_for(strategy, reduce(buffers))  # warm-up: tracing and collective setup are not bandwidth
         times: list[float] = []
         # Across workers every member must run the same number of collectives, so a multi-worker run
