@@ -7,8 +7,10 @@ Run by the parent as `python -m tfdist_validate.smoke.child SPEC_JSON`, in its o
 - Results go to a separate file, one JSON object per stage (spec.STAGES order), so nothing parses stdout.
 
 The training part follows ../shared/seeds/000_c0d78176e4a2ffdd.txt step 3 statement for statement, in the
-same order: the epoch metrics must equal the reference table digit for digit on 2 replicas. Everything of
-ours that could touch the random stream (the all-reduce checks, the bandwidth timing) runs after `fit`.
+same order: the epoch metrics must equal the reference table digit for digit on 2 replicas. One difference:
+each replica reads its own copy of the input pipeline (`_per_replica_datasets` says why and what it gives up),
+receiving exactly the rows the reference's distributed pipeline would give it. Everything of ours that could
+touch the random stream (the all-reduce checks, the bandwidth timing) runs after `fit`.
 """
 
 from __future__ import annotations
@@ -159,8 +161,8 @@ def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[An
     """The reference pipelines, one copy per replica, each taking its share of every global batch.
 
     Why not the reference's `fit(train_ds, ...)` on the global pipelines: Keras then distributes them with
-    TensorFlow's MultiDeviceIterator, and Keras 3's `fit` makes a new iterator 14 times in 3 epochs (its
-    symbolic build, every epoch, three per validation pass), each tracing a dozen small functions: about
+    TensorFlow's MultiDeviceIterator, and Keras 3's `fit` makes a new iterator 16 times in 3 epochs (its
+    symbolic build, two per epoch, three per validation pass), each tracing a dozen small functions: about
     half of `fit`'s time on small models. Per-replica pipelines on the host give each replica the same rows
     in the same order (each copy's shuffle has the same seed and draws it as often), so the epoch table is
     unchanged; what is not exercised is TensorFlow prefetching input into device memory (each step copies
