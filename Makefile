@@ -54,7 +54,7 @@ clean: ## remove the venv and caches
 .PHONY: image image-cpu test-image preflight lint-image lock wheelhouse
 
 IMAGE ?= tfdist-validate
-IMAGE_VERSION ?= $(shell sed -n 's/^version = "\(.*\)"$$/\1/p' pyproject.toml)
+IMAGE_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' src/tfdist_validate/__init__.py)
 IMAGE_REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 # Where the sources live, for the OCI label; credentials in a remote URL stay out of the image.
 IMAGE_SOURCE ?= $(or $(shell git remote get-url origin 2>/dev/null | sed -E 's#://[^/@]*@#://#'),unknown)
