@@ -336,10 +336,12 @@ def _wait_for_all_workers(deadline: float) -> None:
         print(f"tfdist-validate smoke test: final barrier: {_error_text(error)}", file=sys.stderr, flush=True)
 
 
-def _smoke(tf: Any, spec: ChildSpec, started: float) -> int:
+def _smoke(tf: Any, failure: dict[str, Any] | None, spec: ChildSpec, started: float) -> int:
+    """The smoke test with what import_tensorflow() returned: the module, or why the import failed."""
     results = Results(spec.results_path)
-    if tf is None:
-        return 3  # the import failed; serve() has written why
+    if failure is not None:
+        results.write("error", during="import", error=failure["import_error"], traceback=failure["traceback"])
+        return 3
     try:
         run(tf, spec, results, deadline=started + spec.budget_s)
     except Exception as error:  # a bug of ours between stages: say where, the parent reports it
@@ -373,12 +375,8 @@ def serve(results_path: str) -> int:
         elif command["do"] == "smoke":
             started = time.monotonic()
             # the results file named on the command line, so that the process can be found by it
-            spec = replace(ChildSpec.from_json(json.dumps(command["spec"])), results_path=results_path)
-            if failure is not None:
-                Results(results_path).write(
-                    "error", during="import", error=failure["import_error"], traceback=failure["traceback"]
-                )
-            return _smoke(tf, spec, started)
+            spec = replace(ChildSpec.from_dict(command["spec"]), results_path=results_path)
+            return _smoke(tf, failure, spec, started)
     return 0
 
 
@@ -388,11 +386,7 @@ def main(argv: list[str]) -> int:
     started = time.monotonic()
     spec = ChildSpec.from_json(argv[1])
     tf, failure = tf_facts.import_tensorflow()
-    if failure is not None:
-        Results(spec.results_path).write(
-            "error", during="import", error=failure["import_error"], traceback=failure["traceback"]
-        )
-    return _smoke(tf, spec, started)
+    return _smoke(tf, failure, spec, started)
 
 
 if __name__ == "__main__":

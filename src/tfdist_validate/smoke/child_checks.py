@@ -273,10 +273,8 @@ def allreduce_bandwidth(tf: Any, strategy: Any, reduce: Any, mib: float, deadlin
             _wait_for(strategy, reduce(buffers))
             times.append(time.perf_counter() - began)
             # enough samples, or no time left before the parent's deadline for another round
-            spent = sum(times)
-            if fixed:
-                continue
-            if (len(times) >= 5 and spent > 2.0) or time.monotonic() + 2 * times[-1] > deadline:
+            enough = len(times) >= 5 and sum(times) > 2.0
+            if not fixed and (enough or time.monotonic() + 2 * times[-1] > deadline):
                 break
     except Exception as error:
         return {**report, "ok": False, "error": f"{type(error).__name__}: {error}"}

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections import deque
@@ -67,6 +68,13 @@ def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:
         if len(fields) > 2 and fields[0] != "Z" and fields[2] == str(pgid):
             members.append(int(entry.name))
     return members
+
+
+def new_workdir() -> tuple[Path, Path]:
+    """A fresh folder for one smoke-test child: (its TensorFlow log, its results file). Kept after the run:
+    the log is evidence, for the report and for `tfdist-validate diagnose`."""
+    workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
+    return workdir / "child.log", workdir / "results.jsonl"
 
 
 class _LineRelay:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ import tfdist_validate
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
 from tfdist_validate.smoke import results as child_results
-from tfdist_validate.smoke.process import ChildProcess, signals_deferred
+from tfdist_validate.smoke.process import ChildProcess, new_workdir, signals_deferred
 from tfdist_validate.smoke.spec import ChildSpec
 
 LOG_TAIL_LINES = 40
@@ -92,10 +91,7 @@ def run_smoke(ctx: Context) -> SmokeRun:
         log_path, results_path = shared.log_path, shared.results_path
     else:
         shared = None
-        # Kept after the run: the log is evidence, for the report and for `tfdist-validate diagnose`.
-        workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
-        log_path = workdir / "child.log"
-        results_path = workdir / "results.jsonl"
+        log_path, results_path = new_workdir()
     settings = ctx.settings
     spec = ChildSpec(
         results_path=str(results_path),

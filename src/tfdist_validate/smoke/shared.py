@@ -17,16 +17,16 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
 
 from tfdist_validate.context import Context
 from tfdist_validate.probes import tf_facts
 from tfdist_validate.probes.tf_facts import TfFacts
-from tfdist_validate.smoke.process import ChildProcess, signals_deferred
+from tfdist_validate.smoke.process import ChildProcess, new_workdir, signals_deferred
 from tfdist_validate.smoke.spec import ChildSpec
 
 
@@ -36,10 +36,7 @@ def serve_argv(results_path: Path) -> list[str]:
 
 class SharedChild:
     def __init__(self, env: Mapping[str, str], out: TextIO, argv: Sequence[str] | None = None) -> None:
-        # Kept after the run, like a child started by the smoke test: the log is evidence.
-        self.workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
-        self.log_path = self.workdir / "child.log"
-        self.results_path = self.workdir / "results.jsonl"
+        self.log_path, self.results_path = new_workdir()
         argv = list(argv) if argv is not None else serve_argv(self.results_path)
         self.child = ChildProcess(argv, env, self.log_path, out, capture=tf_facts.MARKER)
         self.answered = False  # facts were delivered: TensorFlow imported and the child waits for "smoke"
@@ -81,7 +78,7 @@ class SharedChild:
         if self.claimed or not self.answered or not self.child.alive():
             return None
         self.claimed = True
-        self.child.send(json.dumps({"do": "smoke", "spec": json.loads(spec.to_json())}))
+        self.child.send(json.dumps({"do": "smoke", "spec": asdict(spec)}))
         return self.child
 
     def close(self) -> None:

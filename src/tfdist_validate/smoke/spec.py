@@ -33,7 +33,10 @@ class ChildSpec:
 
     @classmethod
     def from_json(cls, text: str) -> ChildSpec:
-        raw: dict[str, Any] = json.loads(text)
+        return cls.from_dict(json.loads(text))
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> ChildSpec:
         devices = raw.get("devices")
         return cls(
             results_path=str(raw["results_path"]),
