@@ -118,10 +118,6 @@ def _cmd_schema(_args: argparse.Namespace, _env: Mapping[str, str]) -> int:
     return ExitCode.OK
 
 
-def _cmd_not_yet(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
-    raise UsageError(f"{args.command}: not implemented yet in this version")
-
-
 def _cmd_diagnose(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
     from tfdist_validate.diagnose import command
 

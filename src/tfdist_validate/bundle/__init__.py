@@ -96,7 +96,7 @@ def _collect(
 def _redacted_files(got: collect.Collected, redactor: Redactor) -> dict[str, str]:
     files = {}
     for name, text in got.files.items():
-        if name.endswith(".json") and not text.startswith("could not collect"):
+        if name.endswith(".json") and name not in got.missing:
             files[name] = json.dumps(redactor.value(json.loads(text)), indent=2) + "\n"
         else:
             files[name] = redactor.text(text)

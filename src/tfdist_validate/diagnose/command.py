@@ -8,7 +8,7 @@ from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
 from tfdist_validate.diagnose.engine import Diagnosis, Finding, Matcher
-from tfdist_validate.diagnose.reader import numbered_lines, open_log
+from tfdist_validate.diagnose.reader import open_log
 
 _WIDTH = 100
 _CONTEXT_WORDS = {
@@ -24,8 +24,7 @@ def run(path: str, as_json: bool, stdin: BinaryIO, stdout: TextIO) -> int:
     stream, name = open_log(path, stdin)
     matcher = Matcher()
     try:
-        for number, text in numbered_lines(stream, name):
-            matcher.feed(number, text)
+        matcher.feed_stream(stream, name)
     finally:
         if stream is not stdin:
             stream.close()

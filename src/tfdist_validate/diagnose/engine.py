@@ -12,8 +12,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from tfdist_validate.diagnose.reader import numbered_lines
 from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Pattern, Signature, Table, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
@@ -279,6 +280,11 @@ class Matcher:
             return True
         return any(map(lowered.__contains__, self._substrings))
 
+    def feed_stream(self, stream: BinaryIO, name: str) -> None:
+        """Every line of a log stream (reader.numbered_lines: raises UsageError on a binary file)."""
+        for number, text in numbered_lines(stream, name):
+            self.feed(number, text)
+
     def feed(self, number: int, raw: str) -> None:
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
         text = clean(raw)
@@ -345,10 +351,8 @@ def _order(finding: Finding) -> tuple[int, tuple[int, int], int]:
 
 
 def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnosis:
-    """The public API: name the known causes in a log given as one text or as lines.
-
-    `run` feeds the smoke test's captured log through this, so a failed run names the same cause.
-    """
+    """The public API: name the known causes in a log given as one text or as lines (`diagnose_file`
+    for a file, which is how `run` explains a failed smoke test with the same signatures)."""
     lines: Iterable[str] = source.splitlines() if isinstance(source, str) else source
     matcher = Matcher(table)
     for number, line in enumerate(lines, start=1):
@@ -359,13 +363,10 @@ def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnos
 def diagnose_file(path: str | Path, table: Table | None = None) -> Diagnosis:
     """Like `diagnose`, for a log file of any size (streamed). Never raises: an unreadable or binary
     file gives an empty diagnosis, so a caller explaining a failure cannot fail itself."""
-    from tfdist_validate.diagnose.reader import numbered_lines
-
     matcher = Matcher(table)
     try:
         with open(path, "rb") as stream:
-            for number, text in numbered_lines(stream, str(path)):
-                matcher.feed(number, text)
+            matcher.feed_stream(stream, str(path))
     except (OSError, UsageError):
         pass
     return matcher.result()
