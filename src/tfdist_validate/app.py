@@ -28,6 +28,7 @@ from tfdist_validate.report.human import HumanReport, use_colour
 from tfdist_validate.result import CheckResult, Layer, failed
 from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
+from tfdist_validate.smoke.process import TERMINATING
 from tfdist_validate.verdict import Verdict, decide
 from tfdist_validate.watchdog import Watchdog
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 
 class Terminated(BaseException):
-    """SIGTERM (the kubelet deleting the pod) or SIGINT: stop, clean up children, still write the report.
+    """SIGTERM (the kubelet deleting the pod), SIGINT or SIGHUP: stop, clean up children, write the report.
 
     A BaseException so that no check's `except Exception` swallows it.
     """
@@ -55,7 +56,7 @@ def _signals_raise_terminated() -> Iterator[None]:
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise Terminated(signum)
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    previous = {sig: signal.signal(sig, handler) for sig in TERMINATING}
     try:
         yield
     finally:

@@ -61,7 +61,10 @@ _MEANINGS: dict[ExitCode, str] = {
     ExitCode.TRAINING_FAILED: "`model.fit` raised (out of memory included)",
     ExitCode.RESULT_MISMATCH: "accuracy below the floor, replicas out of sync, or a wrong all-reduce result",
     ExitCode.PERF_BELOW_FLOOR: "measured all-reduce bandwidth or scaling below a configured floor",
-    ExitCode.TIMEOUT: "the watchdog fired",
+    ExitCode.TIMEOUT: (
+        "the watchdog fired, a deadline cut any stage short (the TensorFlow import included), or the run was"
+        " stopped by SIGTERM / SIGINT / SIGHUP before its verdict"
+    ),
 }
 
 TABLE: tuple[ExitCodeInfo, ...] = tuple(ExitCodeInfo(code, _MEANINGS[code]) for code in ExitCode)

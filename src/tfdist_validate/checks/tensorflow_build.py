@@ -49,6 +49,16 @@ def check_import(ctx: Context) -> Outcome:
     facts = ctx.probes.tf_facts(ctx.env, timeout)
     host_state.put_tf(ctx, facts)
     ctx.section("tensorflow").update(facts.to_json())
+    if facts.timed_out:
+        # A deadline cut the stage short: the contract's TIMEOUT, whichever stage it hit (import included).
+        return failed(
+            ExitCode.TIMEOUT,
+            f"TensorFlow could not be inspected: {facts.probe_error}",
+            "a cold import on a loaded node takes tens of seconds: raise --timeout if it was short; a hang"
+            " while TensorFlow lists GPUs usually means a broken driver: run `nvidia-smi` and"
+            " `sudo dmesg | grep -i xid`",
+            {"log": facts.log[-2000:]},
+        )
     if facts.probe_error:
         return failed(
             ExitCode.TF_IMPORT_FAILED,

@@ -41,6 +41,7 @@ class TfFacts:
     import_error: str | None = None  # "ModuleNotFoundError: No module named 'tensorflow'"
     probe_error: str | None = None  # the child timed out, crashed, or printed no facts
     log: str = ""  # the tail of the child's stderr
+    timed_out: bool = False  # a deadline cut the import or the GPU listing short (a TIMEOUT, not a failure)
 
     @property
     def cuda_version(self) -> str | None:
@@ -67,6 +68,7 @@ class TfFacts:
             "gpu_details": [dict(d) for d in self.gpu_details],
             "import_error": self.import_error,
             "probe_error": self.probe_error,
+            "timed_out": self.timed_out,
             "missing_libraries": self.missing_libraries(),
         }
 
@@ -84,6 +86,7 @@ def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
         gpu_details=tuple(data.get("gpu_details") or ()),
         import_error=data.get("import_error"),
         probe_error=data.get("probe_error"),
+        timed_out=bool(data.get("timed_out")),
         log=log,
     )
 
@@ -99,6 +102,7 @@ def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
             False,
             probe_error=f"importing TensorFlow and listing its GPUs did not finish within {timeout_s:.0f} s",
             log=log,
+            timed_out=True,
         )
     for line in reversed(ran.stdout.splitlines()):
         if line.startswith(MARKER):

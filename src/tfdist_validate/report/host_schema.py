@@ -168,6 +168,7 @@ TENSORFLOW: dict[str, Any] = {
         "gpu_details": {"type": "array", "items": {"type": "object"}},
         "import_error": _STR_OR_NULL,
         "probe_error": _STR_OR_NULL,
+        "timed_out": {"type": "boolean"},
         "missing_libraries": _STRINGS,
     },
     "additionalProperties": False,

@@ -26,12 +26,14 @@ REAP_S = 3.0  # after SIGKILL: how long to wait for the group to disappear (well
 # Polling step while a process that closed its output finishes exiting: the child usually needs well under
 # a millisecond, so a coarse step would only add its own length to every run's verdict.
 POLL_S = 0.005
-_TERMINATING = (signal.SIGTERM, signal.SIGINT)
+# The signals that stop a run before its verdict (contract: exit 50 with the report): the kubelet's SIGTERM,
+# Ctrl-C, and SIGHUP from a closed terminal or ssh session.
+TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 @contextlib.contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Hold SIGTERM / SIGINT while cleaning up, so a second Ctrl-C cannot cut the kill-and-record short.
+    """Hold the stop signals while cleaning up, so a second Ctrl-C cannot cut the kill-and-record short.
 
     Done with Python-level handlers, not the thread's signal mask: the kernel would deliver a process-wide
     signal to another thread (the whole-run watchdog's timer), and Python runs handlers in the main thread
@@ -41,9 +43,7 @@ def signals_deferred() -> Iterator[None]:
         yield
         return
     pending: list[int] = []
-    previous = {
-        sig: signal.signal(sig, lambda signum, _frame: pending.append(signum)) for sig in _TERMINATING
-    }
+    previous = {sig: signal.signal(sig, lambda signum, _frame: pending.append(signum)) for sig in TERMINATING}
     try:
         yield
     finally:

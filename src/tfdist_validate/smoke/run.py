@@ -117,7 +117,9 @@ def run_smoke(ctx: Context) -> SmokeRun:
                 child.start()
         section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
         child.relay_until(ctx.deadline.at)
-    except BaseException as stop:  # Terminated (SIGTERM / SIGINT) from app.py: clean up below, then go on
+    except (
+        BaseException
+    ) as stop:  # Terminated (SIGTERM / SIGINT / SIGHUP) from app.py: clean up below, then go on
         interrupted = not isinstance(stop, Exception)
         raise
     finally:

@@ -71,7 +71,7 @@ class SharedChild:
             )
         else:
             problem = f"importing TensorFlow and listing its GPUs did not finish within {timeout_s:.0f} s"
-        return TfFacts(False, probe_error=problem, log=self._log_tail())
+        return TfFacts(False, probe_error=problem, log=self._log_tail(), timed_out=not ended)
 
     def claim(self, spec: ChildSpec) -> ChildProcess | None:
         """Hand the child to the smoke test with its spec; None when it cannot run it (start a fresh one)."""
