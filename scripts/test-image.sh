@@ -124,9 +124,19 @@ labels=$("${engine}" image inspect --format \
 if [[ "${labels%% *}" == "${version}" && -n "${labels#* }" ]]; then ok "OCI labels: ${labels}"; else bad "OCI labels: '${labels}'"; fi
 
 log "${image}: SIGTERM reaches the validator"
-# 500 epochs: the run must still be training when the stop arrives, however fast the machine is.
+# The stop is sent on an event, not after a fixed time: once the first epoch line is out, training is under
+# way (a slow machine may take long to get there; a fast one could finish a short run inside any fixed wait).
+# 500 epochs keep it training until the stop, sent the moment the line is seen. The 600 s are hang protection.
 "${engine}" "${engine_flags[@]}" run -d --name "${name}" "${run_flags[@]:1}" "${image}" run --cpu-replicas 2 --epochs 500 > /dev/null
-sleep 10
+give_up=$((SECONDS + 600))
+until "${engine}" logs "${name}" 2>/dev/null | grep -q '^Epoch 1/500'; do
+    running=$("${engine}" inspect --format '{{.State.Running}}' "${name}" 2>/dev/null || echo false)
+    if [[ "${running}" != true || ${SECONDS} -ge ${give_up} ]]; then
+        bad "SIGTERM: training never started (running: ${running})"
+        break
+    fi
+    sleep 0.5
+done
 "${engine}" stop --time 60 "${name}" > /dev/null
 rc=$("${engine}" wait "${name}" 2>/dev/null || "${engine}" inspect --format '{{.State.ExitCode}}' "${name}")
 "${engine}" logs "${name}" > "${work}/sigterm.err" 2>&1 || true

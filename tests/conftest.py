@@ -54,3 +54,20 @@ def _no_real_termination_log(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 PYTHON = sys.executable
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--deadline-scale",
+        type=float,
+        default=1.0,
+        help="multiply the deadlines the deadline tests give the validator (0.25: as if the machine were 4x"
+        " slower; 4: 4x faster); every such test must pass at any scale",
+    )
+
+
+@pytest.fixture
+def deadline_scale(request: pytest.FixtureRequest) -> float:
+    """A test that gives the validator a deadline takes it times this factor. Such a test must not depend on
+    how far a run gets before the deadline: `pytest --deadline-scale 0.25` and `4` prove that it does not."""
+    return float(request.config.getoption("--deadline-scale"))

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import jsonschema
@@ -84,17 +83,27 @@ def test_two_workers_on_loopback_both_pass(tmp_path: Path) -> None:
     assert epochs[0] == epochs[1]
 
 
-def test_a_peer_that_never_starts_is_named_within_the_timeout(tmp_path: Path) -> None:
+def test_a_peer_that_never_starts_is_named_within_the_timeout(tmp_path: Path, deadline_scale: float) -> None:
+    """A lone worker waits for its peer until its deadline, whatever the machine's speed, and then names it.
+
+    Wall-clock time is not measured: the report says which deadline ended the run (the child's, not the
+    watchdog's hard exit). Only if the deadline came before TensorFlow had even imported (a very slow machine,
+    or `--deadline-scale 0.25`) is there no collective to blame on the peer; that is 50 at the import."""
     ports = free_ports(2)
-    began = time.monotonic()
-    lone = start_worker(tmp_path, ports, 0, timeout=25)
-    _out, err = lone.communicate(timeout=120)
-    elapsed = time.monotonic() - began
-    assert lone.returncode in (40, 50), err
-    assert elapsed < 25 + 15  # the deadline plus the watchdog's grace and process start-up
-    assert f"unreachable from worker:0: worker:1 at 127.0.0.1:{ports[1]}" in err
+    timeout = round(25 * deadline_scale)
+    lone = start_worker(tmp_path, ports, 0, timeout=timeout)
+    _out, err = lone.communicate(timeout=timeout + 240)  # hang protection only
     report = json.loads((tmp_path / "worker0.json").read_text())
-    assert f"worker:1 at 127.0.0.1:{ports[1]}" in report["verdict"]["summary"]
+    verdict = report["verdict"]
+    assert lone.returncode == verdict["code"] and lone.returncode in (40, 50), err
+    assert "exceeded --timeout" not in verdict["summary"]  # not the watchdog's last resort
+    if verdict["check"] == "tensorflow.import":
+        assert lone.returncode == 50 and report["tensorflow"]["timed_out"], verdict
+        return
+    assert verdict["check"].startswith("smoke."), verdict
+    assert report["smoke"]["child"]["leftover_pids"] == []
+    assert f"unreachable from worker:0: worker:1 at 127.0.0.1:{ports[1]}" in err
+    assert f"worker:1 at 127.0.0.1:{ports[1]}" in verdict["summary"]
 
 
 def test_a_peer_dying_mid_run_fails_the_survivor_with_40(tmp_path: Path) -> None:

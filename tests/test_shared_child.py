@@ -93,6 +93,7 @@ def test_no_answer_within_the_timeout_kills_the_group(tmp_path: Path) -> None:
     facts = shared.facts({}, 1)
     assert not facts.imported
     assert facts.probe_error == "importing TensorFlow and listing its GPUs did not finish within 1 s"
+    assert facts.timed_out
     assert shared.child.stopped and shared.child.returncode == -signal.SIGKILL
     assert group_members(pid) == []  # the grandchild too
     assert shared.claim(_spec(shared.results_path)) is None  # the smoke test starts a fresh child instead
@@ -108,6 +109,7 @@ def test_a_child_that_ends_without_answering_is_named_with_its_log(tmp_path: Pat
     shared.start()
     facts = shared.facts({}, 30)
     assert facts.probe_error == "the TensorFlow process ended (exit status 5) without reporting"
+    assert not facts.timed_out  # it ended by itself: an import failure (20), not a deadline (50)
     assert facts.missing_libraries() == ["libcudart.so.12"]  # the log is kept as the probe's is
 
 
