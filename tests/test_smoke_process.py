@@ -58,25 +58,33 @@ def test_lines_are_relayed_and_stderr_goes_to_the_log(tmp_path: Path) -> None:
 
 def test_deadline_kills_the_whole_group_grandchildren_included(tmp_path: Path) -> None:
     # The grandchild would outlive a kill of the child alone: only killing the group reaches it.
-    child, out = _child(
-        tmp_path,
-        """
-        import subprocess, sys, time
-        grandchild = subprocess.Popen(
-            [sys.executable, "-c", "import time; time.sleep(600)"]
+    script = tmp_path / "child.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import subprocess, sys, time
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+            print("Epoch 2/500", flush=True)
+            print(f"grandchild={grandchild.pid}", flush=True)  # last: once it is read, all else was relayed
+            time.sleep(600)
+            """
         )
-        print(f"grandchild={grandchild.pid}", flush=True)
-        print("Epoch 2/500", flush=True)
-        time.sleep(600)
-        """,
+    )
+    out = io.StringIO()
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONUNBUFFERED": "1"}
+    child = ChildProcess(
+        [sys.executable, str(script)], env, tmp_path / "child.log", out, capture="grandchild="
     )
     try:
         child.start()
-        child.relay_until(time.monotonic() + 3)
+        # the event, however long the machine takes to get there (60 s: hang protection only) ...
+        answer = child.read_captured(time.monotonic() + 60)
+        # ... then a deadline that the sleeping child can only meet by being killed
+        child.relay_until(time.monotonic() + 0.5)
     finally:
         child.stop()
-    assert child.pid is not None
-    grandchild = int(out.getvalue().splitlines()[0].split("=")[1])
+    assert child.pid is not None and answer is not None
+    grandchild = int(answer.split("=")[1])
     assert child.timed_out
     assert describe_exit(child.returncode) == "killed by SIGKILL"
     assert list(child.relay.kept)[-1] == "Epoch 2/500"  # what it printed so far
