@@ -15,7 +15,7 @@ from conftest import clean_env, run_cli
 from tfdist_validate import pipeline
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.report import termination
-from tfdist_validate.report.files import write_atomically
+from tfdist_validate.report.files import write_output
 from tfdist_validate.report.human import HumanReport, use_colour
 from tfdist_validate.report.schema import SCHEMA
 from tfdist_validate.result import CheckResult, Layer, Outcome, failed, passed, skipped, warned
@@ -93,10 +93,10 @@ def test_unwritable_termination_log_does_not_fail_the_run(monkeypatch: pytest.Mo
     assert "note: could not write the termination message to /proc/version" in result.stderr
 
 
-def test_write_atomically_leaves_old_file_when_rename_impossible(tmp_path: Path) -> None:
+def test_a_directory_is_never_replaced_by_a_report(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     with pytest.raises(OSError):
-        write_atomically(tmp_path / "d", "x")  # a directory cannot be replaced by a file
+        write_output(tmp_path / "d", "x")
     assert [p.name for p in tmp_path.iterdir()] == ["d"]
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tfdist_validate.smoke.process import ChildProcess, group_members, signals_deferred
+from tfdist_validate.signals import signals_deferred
+from tfdist_validate.smoke.process import ChildProcess, group_members
 from tfdist_validate.smoke.run import describe_exit, tail_lines
 
 

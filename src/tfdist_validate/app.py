@@ -4,31 +4,28 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__, pipeline
 from tfdist_validate.cluster import tf_config
 from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.context import Context, Deadline
-from tfdist_validate.errors import UsageError
+from tfdist_validate.errors import Terminated, UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.probes import Probes, collect_tf_facts
 from tfdist_validate.report import json_report, termination
-from tfdist_validate.report.files import write_atomically
+from tfdist_validate.report.files import WriteError, shown, write_output
 from tfdist_validate.report.human import HumanReport, use_colour
 from tfdist_validate.result import CheckResult, Layer, failed
 from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
-from tfdist_validate.smoke.process import TERMINATING
+from tfdist_validate.signals import signals_deferred, stop_signals_raise
 from tfdist_validate.verdict import Verdict, decide
 from tfdist_validate.watchdog import Watchdog
 
@@ -36,42 +33,23 @@ if TYPE_CHECKING:
     from tfdist_validate.smoke.shared import SharedChild
 
 
-class Terminated(BaseException):
-    """SIGTERM (the kubelet deleting the pod), SIGINT or SIGHUP: stop, clean up children, write the report.
-
-    A BaseException so that no check's `except Exception` swallows it.
-    """
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-@contextmanager
-def _signals_raise_terminated() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Terminated(signum)
-
-    previous = {sig: signal.signal(sig, handler) for sig in TERMINATING}
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+# The shortest time a report or termination message gets to go out through a slow FIFO or device.
+REPORT_WRITE_MIN_S = 2.0
 
 
 def _check_report_path(settings: Settings) -> None:
     """Fail before the run, not after ten minutes of it, when the report could never be written."""
     if settings.json and settings.json != "-":
-        parent = Path(settings.json).resolve().parent
-        if not parent.is_dir():
+        source = settings.sources.get("json", "--json")
+        try:
+            parent = Path(settings.json).resolve().parent
+            found = parent.is_dir()
+        except (OSError, RuntimeError) as err:  # a name too long for the file system, a symlink loop
             raise UsageError(
-                f"{settings.sources.get('json', '--json')}: json: folder {str(parent)!r} does not exist"
-            )
+                f"{source}: json: {shown(settings.json)}: {getattr(err, 'strerror', err)}"
+            ) from None
+        if not found:
+            raise UsageError(f"{source}: json: folder {shown(parent)!r} does not exist")
 
 
 def _ok_summary(command: str, settings: Settings) -> str:
@@ -150,17 +128,25 @@ class Session:
 
     def _write_reports(self, report: dict[str, Any], verdict: Verdict) -> None:
         text = json_report.dumps(report)
+        # a FIFO or device that is slow to take the report is given until the deadline, and at least a moment
+        deadline = max(self.ctx.deadline.at, time.monotonic() + REPORT_WRITE_MIN_S)
         if self.settings.json == "-":
-            self.stdout.write(text)
-            self.stdout.flush()
+            try:
+                self.stdout.write(text)
+                self.stdout.flush()
+            except (OSError, ValueError) as err:  # a full or closed stdout: say so, keep the verdict
+                self.human.note(
+                    f"could not write the report to stdout: {getattr(err, 'strerror', None) or err}"
+                )
         elif self.settings.json:
             try:
-                write_atomically(self.settings.json, text)
-            except OSError as err:
-                self.human.note(f"could not write the report to {self.settings.json}: {err.strerror or err}")
+                write_output(self.settings.json, text, deadline)
+            except WriteError as err:
+                self.human.note(f"could not write the report to {shown(self.settings.json)}: {err.strerror}")
         path = self.settings.termination_log or termination.default_path()
         if path:
-            problem = termination.write(path, termination.compose(verdict, self.results, self.settings.json))
+            message = termination.compose(verdict, self.results, self.settings.json)
+            problem = termination.write(path, message, deadline)
             if problem:
                 self.human.note(problem)
 
@@ -209,7 +195,7 @@ def execute(
         os._exit(code)
 
     try:
-        with _signals_raise_terminated(), Watchdog(settings.timeout, on_watchdog):
+        with stop_signals_raise(), Watchdog(settings.timeout, on_watchdog):
             try:
                 shared = _start_tensorflow_child(command, session.ctx)
                 checks = pipeline.build(command)
@@ -222,4 +208,7 @@ def execute(
             f"stopped by {stop} before the verdict (the pod was deleted or the run interrupted)",
             "nothing was proven; run the validation again to completion",
         )
-    return session.finish()
+    # The verdict is decided: a stop signal now must not cut the reports short (that would leave a pod with
+    # no report and exit 143); the process ends right after anyway.
+    with signals_deferred(redeliver=False):
+        return session.finish()

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
+import io
 import json
 import os
 import sys
+import traceback
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from tfdist_validate import TOOL_NAME, __version__, exitcodes
-from tfdist_validate.errors import UsageError
+from tfdist_validate.errors import Terminated, UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.options import BY_NAME, CONFIG_ENV, OPTIONS
+from tfdist_validate.signals import stop_signals_raise
 
 COMMANDS = ("run", "check", "diagnose", "bundle", "exit-codes", "schema")
 
@@ -121,7 +127,10 @@ def _cmd_schema(_args: argparse.Namespace, _env: Mapping[str, str]) -> int:
 def _cmd_diagnose(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
     from tfdist_validate.diagnose import command
 
-    return command.run(args.file, args.json, sys.stdin.buffer, sys.stdout)
+    stdin = getattr(sys.stdin, "buffer", None)
+    if args.file == "-" and stdin is None:  # started with stdin closed (`<&-`)
+        raise UsageError("diagnose: standard input is closed; give the log as FILE")
+    return command.run(args.file, args.json, stdin or io.BytesIO(), sys.stdout)
 
 
 def _cmd_bundle(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -153,16 +162,55 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
 }
 
 
+def _say(line: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr itself may be closed or full
+        print(f"{TOOL_NAME}: {line}", file=sys.stderr, flush=True)
+
+
+def _flush_stdout() -> None:
+    """Output is block-buffered into a pipe or file: a full disk shows up here, not at print(). Afterwards
+    stdout points at /dev/null, so the interpreter's own flush at exit cannot print a traceback."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError) as err:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise UsageError(
+            f"cannot write to standard output: {getattr(err, 'strerror', None) or err}"
+        ) from None
+
+
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     environ = dict(os.environ if env is None else env)
     try:
-        args = build_parser().parse_args(_with_default_command(sys.argv[1:] if argv is None else argv))
-        return int(_HANDLERS[args.command](args, environ))
+        with stop_signals_raise():
+            args = build_parser().parse_args(_with_default_command(sys.argv[1:] if argv is None else argv))
+            code = int(_HANDLERS[args.command](args, environ))
+            _flush_stdout()
+            return code
     except UsageError as err:
-        print(f"{TOOL_NAME}: error: {err}", file=sys.stderr)
+        _say(f"error: {err}")
         return ExitCode.USAGE
     except SystemExit as done:  # --help and --version
         return done.code if isinstance(done.code, int) else ExitCode.USAGE
-    except KeyboardInterrupt:
-        print(f"{TOOL_NAME}: interrupted", file=sys.stderr)
+    except (KeyboardInterrupt, Terminated) as stop:  # before a run could take it over, or in another command
+        _say(f"stopped by {'SIGINT' if isinstance(stop, KeyboardInterrupt) else stop}; nothing was finished")
         return ExitCode.TIMEOUT
+    except OSError as err:
+        if err.errno in (errno.EPIPE, errno.ENOSPC, errno.EIO, errno.EBADF):  # our output went nowhere
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            _say(f"error: cannot write the output: {err.strerror or err}")
+            return ExitCode.USAGE
+        return _internal_error(err)
+    except Exception as err:  # the contract: exit 1 comes with one line, never a bare traceback
+        return _internal_error(err)
+
+
+def _internal_error(err: BaseException) -> int:
+    where = traceback.extract_tb(err.__traceback__)[-1:] if err.__traceback__ else []
+    at = f" (at {Path(where[0].filename).name}:{where[0].lineno})" if where else ""
+    _say(
+        f"internal error: {type(err).__name__}: {str(err)[:300]}{at}; report it with `tfdist-validate bundle`"
+    )
+    return ExitCode.INTERNAL_ERROR

@@ -33,6 +33,13 @@ class Option:
         return "TFDIST_" + self.name.upper()
 
 
+# Numbers as a person types them in ASCII; at most 30 characters, so no value is a denial of service.
+_ASCII_INT = re.compile(r"^\s*[+-]?[0-9]{1,30}\s*$", re.ASCII)
+_ASCII_NUMBER = re.compile(
+    r"^\s*[+-]?(?=\.?[0-9])[0-9]{0,30}(\.[0-9]{0,30})?([eE][+-]?[0-9]{1,3})?\s*$", re.ASCII
+)
+
+
 def _int_in(low: int, high: int) -> tuple[Callable[[str], int], Callable[[Any], int]]:
     allowed = f"an integer from {low} to {high}"
 
@@ -42,10 +49,9 @@ def _int_in(low: int, high: int) -> tuple[Callable[[str], int], Callable[[Any], 
         return value
 
     def from_text(text: str) -> int:
-        try:
-            return check(int(text.strip(), 10))
-        except ValueError:
-            raise BadValue(allowed) from None
+        if not _ASCII_INT.match(text):  # int() also takes non-ASCII digits and "1_000"
+            raise BadValue(allowed)
+        return check(int(text.strip(), 10))
 
     def from_yaml(value: Any) -> int:
         # bool is an int in Python; `min_gpus: yes` is a mistake, not 1.
@@ -68,10 +74,9 @@ def _float_in(
         return value
 
     def from_text(text: str) -> float:
-        try:
-            return check(float(text.strip()))
-        except ValueError:
-            raise BadValue(allowed) from None
+        if not _ASCII_NUMBER.match(text):  # float() also takes non-ASCII digits, "1_0", "nan"
+            raise BadValue(allowed)
+        return check(float(text.strip()))
 
     def from_yaml(value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -100,9 +105,17 @@ def _bool_yaml(value: Any) -> bool:
     return value
 
 
+# Linux's PATH_MAX; a longer path cannot be opened anyway, and its echo would not be one line.
+_PATH_MAX = 4096
+
+
 def _text(text: str) -> str:
     if not text.strip():
         raise BadValue("a non-empty path")
+    if "\0" in text:
+        raise BadValue("a path without NUL bytes")
+    if len(text.encode("utf-8", errors="surrogateescape")) >= _PATH_MAX:
+        raise BadValue(f"a path shorter than {_PATH_MAX} bytes")
     return text
 
 
@@ -113,7 +126,12 @@ def _text_yaml(value: Any) -> str:
 
 
 def _directory(text: str) -> str:
-    if not Path(text).is_dir():
+    _text(text)  # an empty --root would read the current folder as the host
+    try:
+        found = Path(text).is_dir()
+    except OSError as err:  # a name too long for the file system, a loop of symlinks
+        raise BadValue(f"an existing directory ({err.strerror or err})") from None
+    if not found:
         raise BadValue("an existing directory")
     return text
 

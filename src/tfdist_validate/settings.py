@@ -7,9 +7,10 @@ Every bad value becomes a UsageError whose one line names the source (`config.ya
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from tfdist_validate.errors import UsageError
@@ -45,8 +46,19 @@ def _jsonable(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+# An echoed value is cut to this many characters: a one-line error stays one short line.
+_ECHO_CHARS = 80
+# A settings file is a dozen lines; anything bigger is a mistake (or /dev/zero) and is refused unread.
+CONFIG_MAX_BYTES = 64 * 1024
+
+
+def _echo(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _ECHO_CHARS else text[: _ECHO_CHARS - 4] + "...'"
+
+
 def _reject(source: str, key: str, value: Any, allowed: str) -> UsageError:
-    return UsageError(f"{source}: {key}: {value!r} is not allowed; expected {allowed}")
+    return UsageError(f"{source}: {key}: {_echo(value)} is not allowed; expected {allowed}")
 
 
 def _unknown(source: str, key: str, known: list[str]) -> UsageError:
@@ -64,14 +76,10 @@ def _from_text(option: Option, text: str, source: str) -> Any:
 
 def load_config_file(path: str, source: str = "--config") -> dict[str, tuple[Any, str]]:
     """Read a YAML settings file into {key: (value, "file:line")}; every problem is a located UsageError."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise UsageError(f"{source}: cannot read {path!r}: {reason}") from None
+    text = _read_config_text(path, source)
     import yaml  # only when a settings file is given: PyYAML's import is ~25 ms of every start
 
-    loader = yaml.SafeLoader(text)
+    loader = _plain_yaml_loader(path)(text)
     try:
         node = loader.get_single_node()
         if node is None:  # an empty file sets nothing
@@ -101,14 +109,61 @@ def load_config_file(path: str, source: str = "--config") -> dict[str, tuple[Any
         loader.dispose()
 
 
+def _read_config_text(path: str, source: str) -> str:
+    """The file's text, if it is a regular file of a sane size. A FIFO, a device (/dev/zero) or a huge file
+    would hang the run or eat its memory before any watchdog exists: refused without reading."""
+    shown = _echo(path)
+    if not path.strip() or "\0" in path:
+        raise UsageError(f"{source}: config: {shown} is not allowed; expected the path of a YAML file")
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as err:
+        raise UsageError(f"{source}: cannot read {shown}: {err.strerror or err}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{source}: {shown} is not a regular file; give the path of a YAML file")
+        if info.st_size > CONFIG_MAX_BYTES:
+            raise UsageError(
+                f"{source}: {shown} is {info.st_size} bytes; a settings file is at most {CONFIG_MAX_BYTES}"
+            )
+        data = handle.read(CONFIG_MAX_BYTES + 1)  # it may grow while we read
+    if len(data) > CONFIG_MAX_BYTES:
+        raise UsageError(f"{source}: {shown} is over {CONFIG_MAX_BYTES} bytes; a settings file is smaller")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{source}: cannot read {shown}: not UTF-8 text ({err.reason})") from None
+
+
+def _plain_yaml_loader(path: str) -> type[Any]:
+    """PyYAML's safe loader without anchors and aliases: settings never need them, and an alias bomb (a few
+    lines that expand to gigabytes) would otherwise be built in full before any value is checked."""
+    import yaml
+
+    class PlainLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise UsageError(
+                    f"{path}:{event.start_mark.line + 1}: YAML anchors and aliases (&, *) are not"
+                    " allowed in a settings file; write each value out"
+                )
+            return super().compose_node(parent, index)
+
+    return PlainLoader
+
+
 def resolve(cli: Mapping[str, str], env: Mapping[str, str]) -> Settings:
     """cli: option name -> raw text given on the command line (absent when not given)."""
     values: dict[str, Any] = {o.name: o.default for o in OPTIONS}
     sources: dict[str, str] = {o.name: "default" for o in OPTIONS}
 
-    config_path = cli.get("config") or env.get(CONFIG_ENV) or None
-    if config_path:
-        config_source = "--config" if cli.get("config") else CONFIG_ENV
+    # An empty --config or TFDIST_CONFIG is a mistake to report, not a file to skip silently.
+    config_path = cli["config"] if "config" in cli else env.get(CONFIG_ENV)
+    if config_path is not None:
+        config_source = "--config" if "config" in cli else CONFIG_ENV
         for key, (raw, where) in load_config_file(config_path, config_source).items():
             option = BY_NAME.get(key)
             if option is None:

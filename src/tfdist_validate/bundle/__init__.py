@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
-import os
 import sys
 import tarfile
 import tempfile
@@ -23,6 +22,7 @@ from tfdist_validate.bundle import collect, report_md
 from tfdist_validate.bundle.redact import Redactor
 from tfdist_validate.errors import UsageError
 from tfdist_validate.probes import Probes
+from tfdist_validate.report.files import WriteError, shown, write_output
 
 _TOP_README = """This bundle was written by tfdist-validate bundle. REPORT.md is the summary to paste into an
 issue; report.json is the full `check` report. Secret-looking environment variables and their values were
@@ -46,10 +46,13 @@ def default_name(now: dt.datetime) -> str:
 
 def _output_path(options: BundleOptions, now: dt.datetime) -> Path:
     path = Path(options.output) if options.output else Path.cwd() / default_name(now)
-    if path.is_dir():
-        raise UsageError(f"bundle: -o {str(path)!r} is a directory; give a file name ending in .tar.gz")
-    if not path.parent.is_dir():
-        raise UsageError(f"bundle: -o {str(path)!r}: folder {str(path.parent)!r} does not exist")
+    try:
+        if path.is_dir():
+            raise UsageError(f"bundle: -o {shown(path)}: is a directory; give a file name ending in .tar.gz")
+        if not path.parent.is_dir():
+            raise UsageError(f"bundle: -o {shown(path)!r}: folder {shown(path.parent)!r} does not exist")
+    except (OSError, ValueError) as err:  # a name too long for the system, a NUL byte
+        raise UsageError(f"bundle: -o {shown(path)}: {getattr(err, 'strerror', None) or err}") from None
     return path
 
 
@@ -103,21 +106,16 @@ def _redacted_files(got: collect.Collected, redactor: Redactor) -> dict[str, str
     return files
 
 
-def _write_archive(path: Path, top: str, files: Mapping[str, str], mtime: float) -> None:
-    """Temp file in the same folder, then rename: a reader never sees half an archive."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-            for name, text in files.items():
-                data = text.encode("utf-8")
-                info = tarfile.TarInfo(f"{top}/{name}")
-                info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
-                tar.addfile(info, io.BytesIO(data))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _archive(top: str, files: Mapping[str, str], mtime: float) -> bytes:
+    """The .tar.gz in memory (a few MB at most): report/files.py then writes it the way every output is."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode("utf-8")
+            info = tarfile.TarInfo(f"{top}/{name}")
+            info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
 
 
 def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes | None = None) -> Path:
@@ -145,5 +143,8 @@ def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes |
     leaked = [name for name, text in files.items() if redactor.leaks(text)]
     if leaked:  # cannot happen by construction; if it ever does, write nothing rather than leak
         raise RuntimeError(f"bundle: a secret value survived redaction in {', '.join(leaked)}")
-    _write_archive(path, path.name.removesuffix(".tar.gz"), files, now.timestamp())
+    try:
+        write_output(path, _archive(path.name.removesuffix(".tar.gz"), files, now.timestamp()))
+    except WriteError as err:
+        raise UsageError(f"bundle: cannot write {shown(path)}: {err.strerror}") from None
     return path

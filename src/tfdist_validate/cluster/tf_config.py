@@ -8,6 +8,7 @@ config fails in a second with exit 2 instead of hanging at the first collective.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,17 +64,27 @@ class ClusterConfig:
         }
 
 
+# A real TF_CONFIG is a few hundred bytes per worker; a bigger one is a mistake, refused before parsing.
+MAX_CHARS = 1024 * 1024
+_DIGITS = re.compile(r"[0-9]{1,9}", re.ASCII)  # str.isdigit() also accepts "²", which int() rejects
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"
+
+
 def _bad(field: str, problem: str) -> UsageError:
-    return UsageError(f"{ENV}: {field}: {problem}")
+    return UsageError(f"{ENV}: {_short(field, 120)[1:-1]}: {problem}")
 
 
 def split_address(address: str) -> tuple[str, int]:
     """'host:port' or '[v6]:port' -> (host, port); raises ValueError with the reason."""
     host, sep, port = address.rpartition(":")
     if not sep or not host:
-        raise ValueError(f"{address!r} is not host:port")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"port {port!r} of {address!r} is not a number from 1 to 65535")
+        raise ValueError(f"{_short(address)} is not host:port")
+    if not _DIGITS.fullmatch(port) or not 0 < int(port) < 65536:
+        raise ValueError(f"port {_short(port)} of {_short(address)} is not a number from 1 to 65535")
     return host.strip("[]"), int(port)
 
 
@@ -98,10 +109,18 @@ def _jobs(cluster: Any) -> dict[str, tuple[str, ...]]:
 
 
 def parse(text: str) -> ClusterConfig:
+    if len(text) > MAX_CHARS:
+        raise UsageError(
+            f"{ENV}: {len(text)} characters; a cluster spec is far smaller (at most {MAX_CHARS})"
+        )
     try:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         raise UsageError(f"{ENV}: not valid JSON: {err.msg} (line {err.lineno} column {err.colno})") from None
+    except RecursionError:
+        raise UsageError(f"{ENV}: not valid JSON: nested too deeply to be a cluster spec") from None
+    except ValueError:  # an integer of thousands of digits (Python's int conversion limit)
+        raise UsageError(f"{ENV}: not valid JSON: a number too long to be a cluster spec's") from None
     if not isinstance(data, dict):
         raise UsageError(f'{ENV}: expected a JSON object with "cluster" and "task"')
     if "cluster" not in data:
@@ -114,12 +133,12 @@ def parse(text: str) -> ClusterConfig:
         raise _bad("task", 'expected an object {"type": "worker", "index": N}')
     task_type = task.get("type")
     if not isinstance(task_type, str) or task_type not in jobs:
-        raise _bad("task.type", f"{task_type!r} is not a job of the cluster ({', '.join(jobs)})")
+        raise _bad("task.type", f"{_short(task_type)} is not a job of the cluster ({', '.join(jobs)})")
     index = task.get("index", 0)
-    if isinstance(index, str) and index.isdigit():  # some launchers write the index as a string
+    if isinstance(index, str) and _DIGITS.fullmatch(index):  # some launchers write the index as a string
         index = int(index)
     if isinstance(index, bool) or not isinstance(index, int):
-        raise _bad("task.index", f"{index!r} is not an integer")
+        raise _bad("task.index", f"{_short(index)} is not an integer")
     if not 0 <= index < len(jobs[task_type]):
         raise _bad(
             "task.index", f"{index} is out of range; cluster.{task_type} has {len(jobs[task_type])} entries"

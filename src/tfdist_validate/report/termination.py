@@ -1,7 +1,7 @@
 """The Kubernetes termination message: one paragraph, at most 4096 bytes, never a reason for the run to fail.
 
-The kubelet bind-mounts /dev/termination-log as a single file, so it is written in place: renaming a temp
-file over a mount point fails with EBUSY.
+The kubelet bind-mounts /dev/termination-log as a single file: renaming a temp file over a mount point fails
+with EBUSY, so report/files.py writes such a file in place.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from tfdist_validate.report.files import WriteError, shown, write_output
 from tfdist_validate.result import CheckResult, Status
 from tfdist_validate.verdict import Verdict
 
@@ -46,11 +47,10 @@ def truncate_utf8(text: str, limit: int) -> str:
     return data[: limit - 3].decode("utf-8", errors="ignore") + "..."
 
 
-def write(path: str, message: str) -> str | None:
-    """Returns why it could not be written, or None."""
+def write(path: str, message: str, deadline: float | None = None) -> str | None:
+    """Returns why it could not be written, or None. A bind-mounted file is written in place (files.py)."""
     try:
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(message)
-    except OSError as err:
-        return f"could not write the termination message to {path}: {err.strerror or err}"
+        write_output(path, message, deadline)
+    except WriteError as err:
+        return f"could not write the termination message to {shown(path)}: {err.strerror}"
     return None

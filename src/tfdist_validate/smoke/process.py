@@ -14,10 +14,9 @@ import select
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -26,31 +25,6 @@ REAP_S = 3.0  # after SIGKILL: how long to wait for the group to disappear (well
 # Polling step while a process that closed its output finishes exiting: the child usually needs well under
 # a millisecond, so a coarse step would only add its own length to every run's verdict.
 POLL_S = 0.005
-# The signals that stop a run before its verdict (contract: exit 50 with the report): the kubelet's SIGTERM,
-# Ctrl-C, and SIGHUP from a closed terminal or ssh session.
-TERMINATING = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-
-
-@contextlib.contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Hold the stop signals while cleaning up, so a second Ctrl-C cannot cut the kill-and-record short.
-
-    Done with Python-level handlers, not the thread's signal mask: the kernel would deliver a process-wide
-    signal to another thread (the whole-run watchdog's timer), and Python runs handlers in the main thread
-    anyway. A signal that arrives meanwhile is raised again on exit, to the handler app.py installed.
-    """
-    if threading.current_thread() is not threading.main_thread():  # only the main thread may set handlers
-        yield
-        return
-    pending: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, _frame: pending.append(signum)) for sig in TERMINATING}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-        for signum in dict.fromkeys(pending):
-            signal.raise_signal(signum)
 
 
 def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:

@@ -12,8 +12,9 @@ from typing import Any
 import tfdist_validate
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
+from tfdist_validate.signals import signals_deferred
 from tfdist_validate.smoke import results as child_results
-from tfdist_validate.smoke.process import ChildProcess, new_workdir, signals_deferred
+from tfdist_validate.smoke.process import ChildProcess, new_workdir
 from tfdist_validate.smoke.spec import ChildSpec
 
 LOG_TAIL_LINES = 40

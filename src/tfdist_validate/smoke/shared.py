@@ -26,7 +26,8 @@ from typing import TextIO
 from tfdist_validate.context import Context
 from tfdist_validate.probes import tf_facts
 from tfdist_validate.probes.tf_facts import TfFacts
-from tfdist_validate.smoke.process import ChildProcess, new_workdir, signals_deferred
+from tfdist_validate.signals import signals_deferred
+from tfdist_validate.smoke.process import ChildProcess, new_workdir
 from tfdist_validate.smoke.spec import ChildSpec
 
 
