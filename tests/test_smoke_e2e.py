@@ -134,6 +134,8 @@ def test_two_cpu_replicas_reproduce_the_reference_table(tmp_path: Path) -> None:
     assert smoke["cross_device_ops"]["class"] == "CollectiveAllReduce"
     assert smoke["child"]["exit_status"] == 0 and not smoke["child"]["timed_out"]
     assert Path(smoke["log"]["path"]).parent.parent == tmp_path and smoke["log"]["tail"]
+    # AutoGraph's generated modules stay in the child's own folder, not in $TMPDIR (tmp_path here)
+    assert not list(tmp_path.glob("__autograph_generated_file*"))
     statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("smoke.")}
     assert set(statuses.values()) == {"pass"}, statuses
     assert_nothing_left(report)

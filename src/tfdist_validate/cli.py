@@ -137,7 +137,11 @@ def _cmd_bundle(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from tfdist_validate import bundle, settings
 
     given = {name: getattr(args, name) for name in _BUNDLE_OPTIONS if getattr(args, name) is not None}
-    resolved = settings.resolve(given, env)  # validates the values (and their TFDIST_* twins): exit 2
+    settings.resolve(given, {})  # what was typed on this command line must be right: exit 2 otherwise
+    # A bad TFDIST_* value is exactly when a user needs a bug report: it is recorded in the bundle, and the
+    # validation the bundle runs goes on without it.
+    bad = settings.invalid_environment(env)
+    resolved = settings.resolve(given, {k: v for k, v in env.items() if k not in bad})
     options = bundle.BundleOptions(
         output=args.output,
         root=resolved.root,
@@ -145,6 +149,7 @@ def _cmd_bundle(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         cpu_replicas=resolved.cpu_replicas,
         with_smoke=args.with_smoke,
         anonymize=not args.no_anonymize,
+        invalid_environment=bad,
     )
     path = bundle.make_bundle(options, env)
     print(f"{TOOL_NAME}: wrote {path} (attach it to the issue; paste its REPORT.md)", file=sys.stderr)

@@ -120,10 +120,11 @@ def _read_config_text(path: str, source: str) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as err:
         raise UsageError(f"{source}: cannot read {shown}: {err.strerror or err}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise UsageError(f"{source}: {shown} is not a regular file; give the path of a YAML file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise UsageError(f"{source}: {shown} is not a regular file; give the path of a YAML file")
         if info.st_size > CONFIG_MAX_BYTES:
             raise UsageError(
                 f"{source}: {shown} is {info.st_size} bytes; a settings file is at most {CONFIG_MAX_BYTES}"
@@ -195,3 +196,15 @@ def resolve(cli: Mapping[str, str], env: Mapping[str, str]) -> Settings:
 
 # TFDIST_* variables that are not settings: the image sets these to describe itself.
 _NOT_SETTINGS = frozenset({"TFDIST_IMAGE_VERSION", "TFDIST_IMAGE_REVISION", "TFDIST_IMAGE_SOURCE"})
+
+
+def invalid_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """{variable: the one-line problem} for each TFDIST_* setting (the config file included) that is wrong."""
+    problems: dict[str, str] = {}
+    for name in sorted(env):
+        if name.startswith("TFDIST_") and name not in _NOT_SETTINGS:
+            try:
+                resolve({}, {name: env[name]})
+            except UsageError as err:
+                problems[name] = str(err)
+    return problems

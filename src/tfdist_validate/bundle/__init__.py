@@ -14,7 +14,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ class BundleOptions:
     cpu_replicas: int | None
     with_smoke: bool
     anonymize: bool
+    # wrong TFDIST_* values, {name: problem}: left out of the validation run, shown in the bundle
+    invalid_environment: Mapping[str, str] = field(default_factory=dict)
 
 
 def default_name(now: dt.datetime) -> str:
@@ -81,18 +83,29 @@ def _collect(
 ) -> tuple[collect.Collected, dict[str, Any] | None, dict[str, Any] | None]:
     got = collect.Collected()
     validation = _validation_options(options)
-    human, check, why = collect.validation_report(probes, "check", validation, workdir, options.timeout)
+    unset = sorted(options.invalid_environment)
+    human, check, why = collect.validation_report(
+        probes, "check", validation, workdir, options.timeout, unset
+    )
     got.add("check.txt", human)
     got.add("report.json", json.dumps(check, indent=2) + "\n" if check else collect.not_collected(why))
     run = None
     if options.with_smoke:
-        human, run, why = collect.validation_report(probes, "run", validation, workdir, options.timeout)
+        human, run, why = collect.validation_report(
+            probes, "run", validation, workdir, options.timeout, unset
+        )
         got.add("run.txt", human)
         got.add("run-report.json", json.dumps(run, indent=2) + "\n" if run else collect.not_collected(why))
     got.add("nvidia-smi-q.txt", collect.command_text(probes, ["nvidia-smi", "-q"]))
     got.add("nvidia-smi-topo-m.txt", collect.command_text(probes, ["nvidia-smi", "topo", "-m"]))
     got.add("pip-freeze.txt", collect.command_text(probes, [sys.executable, "-m", "pip", "freeze"]))
     got.add("os.txt", collect.os_text(options.root))
+    if options.invalid_environment:
+        got.add(
+            "settings-problems.txt",
+            "These TFDIST_* values are invalid; the validation above ran without them:\n"
+            + "".join(f"{problem}\n" for problem in options.invalid_environment.values()),
+        )
     return got, check, run
 
 

@@ -93,11 +93,19 @@ def hostnames(root: str) -> list[str]:
 
 
 def validation_report(
-    probes: Probes, command: str, options: Sequence[str], workdir: Path, timeout_s: float
+    probes: Probes,
+    command: str,
+    options: Sequence[str],
+    workdir: Path,
+    timeout_s: float,
+    unset: Sequence[str] = (),
 ) -> tuple[str, dict[str, Any] | None, str]:
-    """Run `tfdist-validate <command>` in a child process; (human output, report or None, why not)."""
+    """Run `tfdist-validate <command>` in a child process; (human output, report or None, why not).
+    `unset`: variables the child must not see (invalid TFDIST_* values, which would only make it exit 2)."""
     report_path = workdir / f"{command}-report.json"
+    without = ["env", *(arg for name in unset for arg in ("-u", name))] if unset else []
     argv = [
+        *without,
         sys.executable,
         "-m",
         "tfdist_validate",

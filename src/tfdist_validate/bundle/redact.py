@@ -22,7 +22,50 @@ SECRET_NAME = re.compile(
 # Values too common to be secrets: scrubbing them everywhere would only garble the bundle.
 _HARMLESS_VALUES = {"", "0", "1", "true", "false", "yes", "no", "none", "null", "on", "off"}
 _MIN_SECRET_LEN = 4
-_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/\s:@]+(?::[^/\s@]*)?@", re.IGNORECASE)
+_TOKEN_LIKE_LEN = 16
+# Terraform's input variables share TensorFlow's TF_ prefix and routinely carry credentials.
+_SECRET_PREFIXES = ("TF_VAR_",)
+# The user-info of a URL, whatever its shape (`user:pass@`, `:token@`, `token@`, a password holding `@`):
+# everything from the scheme to the LAST `@` before the path.
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[a-z][a-z0-9+.-]*://)[^/?#\s\"'<>]*@", re.IGNORECASE)
+# Values that are secrets by their shape, whatever the variable or file they appear in.
+_SECRET_SHAPES = re.compile(
+    "|".join(
+        [
+            # a private key, to its END line or, cut short, to the end of the text
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|$)",
+            r"\beyJ[\w-]{5,}\.[\w-]{5,}\.[\w-]*",  # a JWT: base64url JSON header "{"..., payload, signature
+            r"\bgh[pousr]_[A-Za-z0-9]{30,}",  # GitHub tokens
+            r"\bgithub_pat_\w{30,}",
+            r"\bglpat-[\w-]{20,}",  # GitLab
+            r"\bxox[abposr]-[\w-]{10,}",  # Slack
+            r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key ids
+            r"\bsk-(?:proj-|ant-)?[\w-]{20,}",  # OpenAI, Anthropic
+            r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",  # Stripe
+            r"\bAIza[\w-]{35}",  # Google API keys
+            r"\bhf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"\bnpm_[A-Za-z0-9]{36}",
+            r"\bpypi-[\w-]{50,}",
+            r"\bdo[por]_v1_[a-f0-9]{64}",  # DigitalOcean
+            r"\bSG\.[\w-]{16,}\.[\w-]{30,}",  # SendGrid
+        ]
+    ),
+    re.ASCII,
+)
+# `AccountKey=...;` in Azure connection strings, `Password=...` in ODBC ones, a SAS token's `sig=...`
+_SECRET_ASSIGNMENTS = re.compile(
+    r"(?P<key>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|Password|Pwd|AccessKey|sig)=)"
+    r"(?P<value>[^;&\s\"']+)",
+    re.IGNORECASE,
+)
+# Field names that say "secret" in JSON (a `password` inside TF_CONFIG, say); narrower than SECRET_NAME, which
+# would also take the report's own fields such as a diagnosis' `signature`.
+_SECRET_FIELD = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential)"
+_SECRET_FIELD_NAME = re.compile(_SECRET_FIELD, re.IGNORECASE)
+_SECRET_JSON_FIELD = re.compile(
+    rf"(?P<key>\"[^\"]*{_SECRET_FIELD}[^\"]*\"\s*:\s*)\"(?P<value>(?:[^\"\\]|\\.)*)\"", re.IGNORECASE
+)
 _HEX = "[0-9a-fA-F]"
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
 _GPU_UUID = re.compile(rf"\b(?P<kind>MIG-GPU|MIG|GPU)-{_UUID}(?P<tail>(?:/\d+){{0,2}})")
@@ -31,7 +74,22 @@ _UNIDENTIFYING_HOSTS = {"localhost", "localhost.localdomain", "ip6-localhost"}
 
 
 def is_secret_name(name: str) -> bool:
-    return bool(SECRET_NAME.search(name))
+    return bool(SECRET_NAME.search(name)) or name.upper().startswith(_SECRET_PREFIXES)
+
+
+def secret_parts(value: str) -> list[str]:
+    """The parts of a value that are secrets by their shape (a JWT inside "Bearer ...", a URL's password)."""
+    parts = [m.group(0) for m in _SECRET_SHAPES.finditer(value)]
+    parts += [m.group("value") for m in _SECRET_ASSIGNMENTS.finditer(value)]
+    parts += [m.group("value") for m in _SECRET_JSON_FIELD.finditer(value)]
+    for match in _URL_CREDENTIALS.finditer(value):
+        user, colon, password = match.group(0)[len(match.group("scheme")) : -1].partition(":")
+        parts.append(password)
+        # the user is the secret in `https://TOKEN@host`; a short name (`git`, `oauth2`) is not worth
+        # scrubbing from every file of the bundle
+        if not colon or len(user) >= _TOKEN_LIKE_LEN:
+            parts.append(user)
+    return [p for p in parts if len(p) >= _MIN_SECRET_LEN and p.strip().lower() not in _HARMLESS_VALUES]
 
 
 class Redactor:
@@ -43,6 +101,8 @@ class Redactor:
             and len(value) >= _MIN_SECRET_LEN
             and value.strip().lower() not in _HARMLESS_VALUES
         }
+        # a secret-shaped value is removed wherever it appears, whatever the variable that held it
+        secrets |= {part for value in env.values() for part in secret_parts(value)}
         forms = set(secrets) | {json.dumps(s)[1:-1] for s in secrets}  # as written inside JSON strings
         self._secrets = sorted(forms, key=len, reverse=True)  # longest first: a secret containing another
         self.anonymize = anonymize
@@ -70,6 +130,9 @@ class Redactor:
         for secret in self._secrets:
             text = text.replace(secret, REDACTED)
         text = _URL_CREDENTIALS.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
+        text = _SECRET_SHAPES.sub(REDACTED, text)
+        text = _SECRET_ASSIGNMENTS.sub(lambda m: m.group("key") + REDACTED, text)
+        text = _SECRET_JSON_FIELD.sub(lambda m: m.group("key") + f'"{REDACTED}"', text)
         if self.anonymize:
             text = _GPU_UUID.sub(self._uuid, text)
             if self._hosts is not None:
@@ -82,7 +145,12 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {self.text(str(k)): self.value(v) for k, v in value.items()}
+            return {
+                self.text(str(k)): REDACTED
+                if isinstance(v, str) and is_secret_name(str(k))
+                else self.value(v)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [self.value(v) for v in value]
         if (

@@ -65,7 +65,7 @@ class ClusterConfig:
 
 
 # A real TF_CONFIG is a few hundred bytes per worker; a bigger one is a mistake, refused before parsing.
-MAX_CHARS = 1024 * 1024
+MAX_CHARS = 100_000
 _DIGITS = re.compile(r"[0-9]{1,9}", re.ASCII)  # str.isdigit() also accepts "²", which int() rejects
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import time
@@ -44,11 +46,40 @@ def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:
     return members
 
 
+WORKDIR_PREFIX = "tfdist-validate-smoke-"
+KEEP_WORKDIRS = 10  # the newest smoke folders kept as evidence; older ones of ours are removed
+
+
 def new_workdir() -> tuple[Path, Path]:
     """A fresh folder for one smoke-test child: (its TensorFlow log, its results file). Kept after the run:
-    the log is evidence, for the report and for `tfdist-validate diagnose`."""
-    workdir = Path(tempfile.mkdtemp(prefix="tfdist-validate-smoke-"))
+    the log is evidence, for the report and for `tfdist-validate diagnose`; the oldest are pruned."""
+    workdir = Path(tempfile.mkdtemp(prefix=WORKDIR_PREFIX))
+    prune_workdirs(workdir.parent, keep=KEEP_WORKDIRS)
     return workdir / "child.log", workdir / "results.jsonl"
+
+
+def prune_workdirs(parent: Path, keep: int) -> list[Path]:
+    """Remove all but the newest `keep` smoke folders in `parent`. Only real folders with our prefix, owned by
+    this user, are touched: never a symlink, never another user's folder. Returns what was removed."""
+    ours = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(parent):
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if (
+                entry.name.startswith(WORKDIR_PREFIX)
+                and stat.S_ISDIR(info.st_mode)
+                and info.st_uid == os.getuid()
+            ):
+                ours.append((info.st_mtime, Path(entry.path)))
+    ours.sort(reverse=True)
+    removed = []
+    for _, folder in ours[keep:]:
+        shutil.rmtree(folder, ignore_errors=True)  # rmtree does not follow symlinks inside the folder
+        removed.append(folder)
+    return removed
 
 
 class _LineRelay:
@@ -121,6 +152,9 @@ class ChildProcess:
 
     def start(self) -> None:
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in stop()
+        # The child's temporary files go to its own folder: TensorFlow's AutoGraph writes a module per
+        # converted function and never removes it, which would leave files in the shared $TMPDIR on every run.
+        self.env["TMPDIR"] = str(self.log_path.parent)
         self.started_at = time.monotonic()
         self.proc = subprocess.Popen(
             self.argv,
