@@ -24,7 +24,7 @@ from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.probes import Probes, collect_tf_facts
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import write_atomically
-from tfdist_validate.report.human import HumanReport, use_colour
+from tfdist_validate.report.human import HumanReport, is_terminal, use_colour
 from tfdist_validate.result import CheckResult, Layer, failed
 from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
@@ -107,7 +107,12 @@ class Session:
         out = stderr if settings.json == "-" else stdout
         deadline = Deadline.after(settings.timeout)
         self.ctx = Context(settings, command, env, deadline, probes, cluster=cluster, out=out)
-        self.human = HumanReport(stderr, use_colour(stderr, env))
+        self.human = HumanReport(
+            stderr,
+            use_colour(stderr, env),
+            verbose=settings.verbose,
+            tty=is_terminal(stderr) and env.get("TERM") != "dumb",
+        )
         self.results: list[CheckResult] = []
         self.current: Check | None = None
         self._finish_lock = threading.Lock()
