@@ -112,16 +112,18 @@ class HumanReport:
     def note(self, text: str) -> None:
         self._line(f"  note: {text}")
 
-    def status(self, text: str) -> None:
-        """A heartbeat: on a terminal one line updated in place, in a log a line of its own."""
+    def status(self, text: str) -> bool:
+        """A heartbeat: on a terminal one line updated in place, in a log a line of its own. False after
+        the verdict, when nothing more may be written."""
         with self._lock:
             if self._closed:
-                return
+                return False
             if self.tty:
                 self._write(f"{_ERASE_LINE}{text}")
                 self._status_shown = True
             else:
                 self._write(text + "\n")
+            return True
 
     def clear_status(self) -> None:
         """Erase the heartbeat's line, so that whatever is printed next starts on a clean line."""
