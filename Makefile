@@ -22,11 +22,12 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv with the package, TensorFlow and the dev tools
 
-run: $(STAMP) ## validate this machine (full run); pass options with ARGS="--cpu-replicas 2"
-	$(BIN)/tfdist-validate run $(ARGS)
+# @: the tool's first line already says what runs; make's echo of the command would only repeat it
+run: $(STAMP) ## validate this machine (full run); pass options with ARGS="--cpu-replicas 2" or ARGS=-v
+	@$(BIN)/tfdist-validate run $(ARGS)
 
 check: $(STAMP) ## the fast layers only
-	$(BIN)/tfdist-validate check $(ARGS)
+	@$(BIN)/tfdist-validate check $(ARGS)
 
 test: $(STAMP) ## the whole test suite, real TensorFlow included
 	$(BIN)/pytest $(PYTEST_ARGS)

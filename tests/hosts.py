@@ -516,8 +516,9 @@ class CheckRun:
         return next(c for c in self.report["checks"] if c["id"] == check_id)
 
 
-def run_check(host: Host, probe_set: Probes, tmp: Path, **options: str) -> CheckRun:
-    """`tfdist-validate check --root <tree> [--option value ...]` in-process, with the probes injected."""
+def run_check(host: Host, probe_set: Probes, tmp: Path, command: str = "check", **options: str) -> CheckRun:
+    """`tfdist-validate check --root <tree> [--option value ...]` in-process, with the probes injected
+    (`command="run"`: the same for `run`; with injected TensorFlow facts it starts no TensorFlow process)."""
     import io
 
     from tfdist_validate import app, settings
@@ -528,5 +529,5 @@ def run_check(host: Host, probe_set: Probes, tmp: Path, **options: str) -> Check
     report_path = tmp / "report.json"
     resolved = replace(resolved, json=str(report_path))
     out, err = io.StringIO(), io.StringIO()
-    code = app.execute("check", resolved, env, probes=probe_set, stdout=out, stderr=err)
+    code = app.execute(command, resolved, env, probes=probe_set, stdout=out, stderr=err)
     return CheckRun(code, json.loads(report_path.read_text()), out.getvalue(), err.getvalue())

@@ -6,19 +6,23 @@ import json
 import os
 import re
 import socket
+import sys
 import tarfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+import hosts
 from tfdist_validate import cli
-from tfdist_validate.bundle import BundleOptions, make_bundle
+from tfdist_validate.bundle import BundleOptions, env_vars, make_bundle, offline
 from tfdist_validate.bundle.redact import REDACTED, Redactor
 from tfdist_validate.probes import Probes
 from tfdist_validate.probes.commands import CommandResult, run_command
 
 REAL = Path(__file__).parent / "fixtures" / "real"
+REAL_DRIVER = hosts.REAL_DRIVER
+_IMPORTED_BEFORE = set(sys.modules)
 SMI_Q = (REAL / "nvidia-smi-q_rtx4090_537.13_wsl2.txt").read_text(encoding="utf-8")
 TOPO = (REAL / "topo-m_rtx5090x2-pcie.txt").read_text(encoding="utf-8")
 SMI_UUID = "GPU-e1f55e56-2016-d918-7dd5-7cd29c440e50"  # in the recorded nvidia-smi -q
@@ -28,7 +32,7 @@ SECRETS = {
     "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY",
     "DB_PASSWORD": 'p@ss"word\\with-quotes',
     "HF_TOKEN": "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",
-    "TF_AUTH_HEADER": "Bearer eyJhbGciOiJIUzI1NiJ9.payload.signature",  # relevant prefix and secret
+    "TF_AUTH_HEADER": "Bearer eyJhbGciOiJIUzI1NiJ9.payload.signature",  # TF_ but not TensorFlow's: unlisted
     "NCCL_IB_PASSPHRASE": "correct-horse-battery-staple",
 }
 
@@ -107,7 +111,7 @@ def test_cli_bundle_of_a_real_check_carries_no_secret(
             assert json.dumps(secret)[1:-1] not in text, (name, secret)
         assert "pypi.example.com" not in text or "build:" not in text
     env_lines = members["env.txt"].splitlines()
-    assert f"TF_AUTH_HEADER={REDACTED}" in env_lines
+    assert not [line for line in env_lines if line.startswith("TF_AUTH_HEADER=")]
     assert f"NCCL_IB_PASSPHRASE={REDACTED}" in env_lines
     assert "NCCL_DEBUG=INFO" in env_lines
     assert f"LD_LIBRARY_PATH=/opt/{REDACTED}/lib:/usr/local/cuda/lib64" in env_lines
@@ -125,7 +129,7 @@ def test_cli_bundle_of_a_real_check_carries_no_secret(
 
 def test_gpu_uuids_serials_and_hostname_become_placeholders(tmp_path: Path) -> None:
     hostname = socket.gethostname()
-    env = {"TF_NOTE": f"trained on {hostname}", "HF_TOKEN": SECRETS["HF_TOKEN"]}
+    env = {"TF_CONFIG": f'{{"cluster": {{"worker": ["{hostname}:2222"]}}}}', "HF_TOKEN": SECRETS["HF_TOKEN"]}
     path = make_bundle(_options(tmp_path), env, _recorded(check=False, secret_in_freeze=SECRETS["HF_TOKEN"]))
     members = _members(path)
     smi = members["nvidia-smi-q.txt"]
@@ -137,19 +141,22 @@ def test_gpu_uuids_serials_and_hostname_become_placeholders(tmp_path: Path) -> N
     if len(hostname) >= 3 and hostname != "localhost":
         for name, text in members.items():
             assert not re.search(rf"(?<![\w-]){re.escape(hostname)}(?![\w-])", text, re.IGNORECASE), name
-        assert "TF_NOTE=trained on <hostname>" in members["env.txt"]
+        assert 'TF_CONFIG={"cluster": {"worker": ["<hostname>:2222"]}}' in members["env.txt"]
     # The check was not run in this test: said so, and the rest of the bundle is still there.
     assert members["report.json"].startswith("could not collect: ")
     assert "**Verdict:** unknown" in members["REPORT.md"]
 
 
 def test_no_anonymize_keeps_identifiers_but_never_secrets(tmp_path: Path) -> None:
-    env = {"GITHUB_TOKEN": SECRETS["GITHUB_TOKEN"], "CUDA_NOTE": SECRETS["GITHUB_TOKEN"][:30]}
+    env = {
+        "GITHUB_TOKEN": SECRETS["GITHUB_TOKEN"],
+        "CUDA_CACHE_PATH": "/cache/" + SECRETS["GITHUB_TOKEN"][:30],
+    }
     path = make_bundle(_options(tmp_path, anonymize=False), env, _recorded(check=False))
     members = _members(path)
     assert SMI_UUID in members["nvidia-smi-q.txt"]
     assert SECRETS["GITHUB_TOKEN"] not in "".join(members.values())
-    assert "CUDA_NOTE=ghp_" in members["env.txt"]  # a prefix of a secret is not the secret
+    assert "CUDA_CACHE_PATH=/cache/ghp_" in members["env.txt"]  # a prefix of a secret is not the secret
 
 
 def test_a_broken_environment_still_gives_a_bundle(tmp_path: Path) -> None:
@@ -200,3 +207,95 @@ def test_redactor_keeps_json_valid_and_ignores_trivial_values() -> None:
     }
     assert redactor.text("enabled: true, id abc") == "enabled: true, id abc"  # too short or too common
     assert redactor.text("see https://me:pw@example.org/x") == f"see https://{REDACTED}@example.org/x"
+
+
+def test_the_environment_lists_what_tensorflow_cuda_nccl_and_the_toolkit_read() -> None:
+    env = {
+        "TF_FORCE_GPU_ALLOW_GROWTH": "true",
+        "TF_CPP_MIN_LOG_LEVEL": "0",
+        "TF_CLI_CONFIG_FILE": "/home/me/.terraformrc",  # Terraform's, not TensorFlow's
+        "TF_VAR_region": "eu-west-1",
+        "TF_IN_AUTOMATION": "1",
+        "CUDA_CACHE_PATH": "/cache/nv",
+        "CUDA_HOME_NOTE": "x",
+        "NCCL_SOCKET_IFNAME": "=eth0",
+        "NVIDIA_VISIBLE_DEVICES": "all",
+        "NVIDIA_REQUIRE_CUDA": "cuda>=12.5",
+        "NVIDIA_PRODUCT_NAME": "CUDA",  # set by NVIDIA's images; nothing reads it
+        "XLA_FLAGS": "--xla_gpu_cuda_data_dir=/usr/local/cuda",
+        "TFDIST_MIN_GPUS": "2",
+        "HOME": "/home/me",
+    }
+    assert env_vars.relevant(env) == [
+        "CUDA_CACHE_PATH",
+        "NCCL_SOCKET_IFNAME",
+        "NVIDIA_REQUIRE_CUDA",
+        "NVIDIA_VISIBLE_DEVICES",
+        "TFDIST_MIN_GPUS",
+        "TF_CPP_MIN_LOG_LEVEL",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "XLA_FLAGS",
+    ]
+    assert env_vars.read_by("NVIDIA_REQUIRE_CUDA") == "NVIDIA container toolkit"
+
+
+def _cuda_wheels_site(tmp_path: Path) -> Path:
+    """A site directory holding the metadata of the CUDA wheels `tensorflow[and-cuda]==2.21.0` requires, at
+    the minimum versions its METADATA names (Requires-Dist ... extra == "and-cuda"); no GPU libraries here."""
+    site = tmp_path / "site"
+    for name, version in (("nvidia_cudnn_cu12", "9.3.0.75"), ("nvidia_nccl_cu12", "2.27.7")):
+        info = site / f"{name}-{version}.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    return site
+
+
+def test_offline_facts_need_neither_a_gpu_nor_a_tensorflow_import(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text((REAL / REAL_DRIVER).read_text())
+    image = {"TFDIST_IMAGE_VERSION": "0.1.0", "TFDIST_IMAGE_REVISION": "0235e6d"}
+    site = _cuda_wheels_site(tmp_path)
+    facts = offline.collect(str(root), image, path=[str(site), *sys.path])
+    assert facts.tensorflow == ("tensorflow", "2.21.0")  # the real installed package's metadata
+    assert facts.cuda_wheels == (("nvidia-cudnn-cu12", "9.3.0.75"), ("nvidia-nccl-cu12", "2.27.7"))
+    assert facts.kernel_driver == "565.57.01"
+    assert facts.image == {"version": "0.1.0", "revision": "0235e6d"}
+    assert "tensorflow" not in sys.modules or "tensorflow" in _IMPORTED_BEFORE  # nothing was imported
+    none = offline.collect(str(tmp_path / "no-root"), {}, path=[str(tmp_path / "empty")])
+    assert (none.tensorflow, none.cuda_wheels, none.kernel_driver, none.image) == (None, (), None, None)
+
+
+def test_a_bundle_where_the_tensorflow_layer_was_skipped_still_names_tensorflow(tmp_path: Path) -> None:
+    """The issue's case: a container without GPU access (exit 11), so `check` never imported TensorFlow; the
+    report still names it, the host driver and the image, from what needs no GPU."""
+    host = hosts.docker_without_gpus(tmp_path / "root")
+    env = {**host.env, "TFDIST_IMAGE_VERSION": "0.1.0", "TFDIST_IMAGE_SOURCE": "https://example.org/tfdist"}
+    path = make_bundle(_options(tmp_path, root=str(host.root), cpu_replicas=None), env, _recorded(check=True))
+    members = _members(path)
+    report = json.loads(members["report.json"])
+    assert report["verdict"]["code"] == 11 and report["tensorflow"] == {}
+    assert next(c for c in report["checks"] if c["id"] == "tensorflow.import")["status"] == "skip"
+    md = members["REPORT.md"]
+    assert (
+        "| TensorFlow | 2.21.0 (`tensorflow` package metadata; not imported: its layer was skipped) |" in md
+    )
+    assert "| NVIDIA driver | 565.57.01 |" in md  # the host's kernel module, recorded by the runtime layer
+    assert "| Image | tfdist-validate 0.1.0 (source https://example.org/tfdist) |" in md
+    assert "| CUDA wheels | none installed (TensorFlow then needs CUDA and cuDNN from the system) |" in md
+    assert "TensorFlow: unknown" not in md and "| TensorFlow | unknown |" not in md
+    assert json.loads(members["versions.json"])["tensorflow"] == {"tensorflow": "2.21.0"}
+    assert "NVIDIA_VISIBLE_DEVICES=all" in members["env.txt"]
+    assert "SKIP  driver.nvml" in members["check.txt"]  # the bundle's own summary lists every check
+
+
+def test_without_any_report_the_table_still_comes_from_what_needs_no_gpu(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text((REAL / REAL_DRIVER).read_text())
+    path = make_bundle(_options(tmp_path, root=str(root)), {}, _recorded(check=False))
+    md = _members(path)["REPORT.md"]
+    assert "**Verdict:** unknown" in md
+    assert "| TensorFlow | 2.21.0 (`tensorflow` package metadata; not imported: not inspected) |" in md
+    assert "| NVIDIA driver | 565.57.01 (kernel module, from /proc/driver/nvidia/version) |" in md
+    assert "| Image | none (not run from the tfdist-validate image: TFDIST_IMAGE_* are unset) |" in md

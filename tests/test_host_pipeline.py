@@ -43,6 +43,83 @@ def test_golden_summary_of_a_healthy_two_gpu_container(tmp_path: Path) -> None:
     assert "".join(mine).replace(str(tmp_path / "report.json"), "REPORT") == GOLDEN
 
 
+_DOCKER_FIX = (
+    "start the container with `docker run --gpus all ...` (compose: `deploy.resources.reservations.devices:"
+    " [{driver: nvidia, count: all, capabilities: [gpu]}]`); if docker answers"
+    ' `could not select device driver ""'
+    " with capabilities: [[gpu]]`, install the NVIDIA Container Toolkit and run `sudo nvidia-ctk runtime"
+    " configure --runtime=docker && sudo systemctl restart docker`"
+)
+_NO_ACCESS = (
+    "docker container without GPU access: no /dev/nvidia* device nodes; the host's NVIDIA driver 565.57.01 is"
+    " loaded, so the GPUs were not passed in"
+)
+_HEAD = f"""\
+tfdist-validate 0.1.0: run
+  PASS  runtime.environment          docker container; NVIDIA kernel driver 565.57.01; no NVIDIA GPU device nodes
+  FAIL  runtime.gpu_access           {_NO_ACCESS}
+        hint: {_DOCKER_FIX}
+"""  # noqa: E501
+_TAIL = f"""\
+verdict: 11 CONTAINER_NO_GPU: {_NO_ACCESS}
+  fix: {_DOCKER_FIX}
+  here: `tfdist-validate run --cpu-replicas 2` validates the software path on this machine (TensorFlow, MirroredStrategy, training on 2 logical CPU devices), not the GPUs, driver or NCCL
+  report: REPORT
+"""  # noqa: E501
+# What a new user sees first: the failure, its fix, one line for what was not run, and what can run here.
+GOLDEN_NO_GPU_FOLDED = (
+    _HEAD
+    + """\
+  SKIP  cluster.tf_config            single host: TF_CONFIG is not set, so MirroredStrategy runs on this host only
+  SKIP  14 checks                    not run because runtime.gpu_access failed (-v lists them)
+"""  # noqa: E501
+    + _TAIL
+)
+GOLDEN_NO_GPU_VERBOSE = (
+    _HEAD
+    + """\
+  SKIP  driver.nvml                  not run: needs runtime.gpu_access, which failed
+  SKIP  health.gpus                  not run: needs driver.nvml, which was not run either (because of runtime.gpu_access)
+  SKIP  tensorflow.import            not run: needs runtime.gpu_access, which failed
+  SKIP  tensorflow.cuda_build        not run: needs tensorflow.import, which was not run either (because of runtime.gpu_access)
+  SKIP  tensorflow.driver_compat     not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
+  SKIP  tensorflow.compute_cap       not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
+  SKIP  tensorflow.gpus_visible      not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
+  SKIP  devices.count                not run: needs tensorflow.import, which was not run either (because of runtime.gpu_access)
+  SKIP  cluster.tf_config            single host: TF_CONFIG is not set, so MirroredStrategy runs on this host only
+  SKIP  smoke.strategy               not run: needs devices.count, which was not run either (because of tensorflow.import)
+  SKIP  smoke.training               not run: needs smoke.strategy, which was not run either (because of devices.count)
+  SKIP  smoke.replicas_in_sync       not run: needs smoke.training, which was not run either (because of smoke.strategy)
+  SKIP  smoke.allreduce_exact        not run: needs smoke.strategy, which was not run either (because of devices.count)
+  SKIP  smoke.accuracy               not run: needs smoke.training, which was not run either (because of smoke.strategy)
+  SKIP  smoke.allreduce_bandwidth    not run: needs smoke.allreduce_exact, which was not run either (because of smoke.strategy)
+"""  # noqa: E501
+    + _TAIL
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "golden"),
+    [({}, GOLDEN_NO_GPU_FOLDED), ({"verbose": "true"}, GOLDEN_NO_GPU_VERBOSE)],
+    ids=["folded", "verbose"],
+)
+def test_golden_summary_of_a_container_without_gpus(
+    tmp_path: Path, options: dict[str, str], golden: str
+) -> None:
+    result = hosts.run_check(
+        hosts.docker_without_gpus(tmp_path / "root"), hosts.probes(), tmp_path, "run", **options
+    )
+    assert result.code == 11
+    assert result.stderr.replace(str(tmp_path / "report.json"), "REPORT") == golden
+    # the issue's bar: at most 6 lines before the verdict, and the verdict names the dry run
+    before_verdict = result.stderr.split("verdict: ")[0].splitlines()
+    assert len(before_verdict) <= 6 or options
+    assert result.stdout == ""
+    # the JSON report is not folded: every check, each skipped one with what blocked it
+    checks = result.report["checks"]
+    assert len(checks) == 17 and sum(1 for c in checks if c["blocked_by"]) == 14
+
+
 NO_TF_SCRIPT = """
 import json, sys
 from tfdist_validate.cli import main

@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -162,6 +163,94 @@ def test_human_summary_golden() -> None:
         human.check(r)
     human.verdict(decide(results), "/tmp/r.json")
     assert stream.getvalue() == GOLDEN
+
+
+def _blocked_results() -> list[CheckResult]:
+    """Two independent failures, each with checks that then could not run: the real runner decides which."""
+    from tfdist_validate.context import Context, Deadline
+    from tfdist_validate.runner import run_checks
+    from tfdist_validate.settings import Settings
+
+    hint = "install the driver"
+    checks = [
+        Check(
+            "runtime.gpu_access", Layer.RUNTIME, lambda _c: failed(ExitCode.CONTAINER_NO_GPU, "no GPUs", hint)
+        ),
+        Check("driver.nvml", Layer.DRIVER, lambda _c: passed("unused"), ("runtime.gpu_access",)),
+        Check("health.gpus", Layer.HEALTH, lambda _c: passed("unused"), ("driver.nvml",)),
+        Check("tensorflow.import", Layer.TENSORFLOW, lambda _c: 1 / 0),  # type: ignore[arg-type,return-value]
+        Check("devices.count", Layer.DEVICES, lambda _c: passed("unused"), ("tensorflow.import",)),
+        Check("cluster.tf_config", Layer.CLUSTER, lambda _c: skipped("single host")),
+    ]
+    ctx = Context(Settings(), "check", {}, Deadline.after(60))
+    return run_checks(checks, ctx)
+
+
+FOLDED = """\
+  FAIL  runtime.gpu_access           no GPUs
+        hint: install the driver
+  CRASH tensorflow.import            the check itself crashed: ZeroDivisionError: division by zero
+        hint: this is a bug in tfdist-validate: report it with the file `tfdist-validate bundle` writes
+  SKIP  cluster.tf_config            single host
+  SKIP  3 checks                     not run because runtime.gpu_access failed and tensorflow.import crashed (-v lists them)
+verdict: 11 CONTAINER_NO_GPU: no GPUs
+  fix: install the driver
+  here: `tfdist-validate run --cpu-replicas 2` validates the software path on this machine (TensorFlow, MirroredStrategy, training on 2 logical CPU devices), not the GPUs, driver or NCCL
+"""  # noqa: E501
+LISTED = """\
+  FAIL  runtime.gpu_access           no GPUs
+        hint: install the driver
+  SKIP  driver.nvml                  not run: needs runtime.gpu_access, which failed
+  SKIP  health.gpus                  not run: needs driver.nvml, which was not run either (because of runtime.gpu_access)
+  CRASH tensorflow.import            the check itself crashed: ZeroDivisionError: division by zero
+        hint: this is a bug in tfdist-validate: report it with the file `tfdist-validate bundle` writes
+  SKIP  devices.count                not run: needs tensorflow.import, which crashed
+  SKIP  cluster.tf_config            single host
+verdict: 11 CONTAINER_NO_GPU: no GPUs
+  fix: install the driver
+  here: `tfdist-validate run --cpu-replicas 2` validates the software path on this machine (TensorFlow, MirroredStrategy, training on 2 logical CPU devices), not the GPUs, driver or NCCL
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize(("verbose", "golden"), [(False, FOLDED), (True, LISTED)], ids=["folded", "verbose"])
+def test_checks_not_run_are_folded_into_one_line_naming_each_cause(verbose: bool, golden: str) -> None:
+    results = _blocked_results()
+    stream = io.StringIO()
+    human = HumanReport(stream, colour=False, verbose=verbose)
+    for r in results:
+        human.check(r)
+    human.verdict(decide(results), None)
+    assert stream.getvalue() == golden
+
+
+def test_one_check_not_run_is_one_check_and_a_passing_verdict_has_no_dry_run_line() -> None:
+    results = [
+        CheckResult.from_outcome(
+            "a.one", Layer.RUNTIME, failed(ExitCode.TF_NO_GPU, "TensorFlow sees none"), 0
+        ),
+        replace(
+            CheckResult.from_outcome(
+                "b.two", Layer.DEVICES, skipped("not run: needs a.one, which failed"), 0
+            ),
+            blocked_by="a.one",
+        ),
+    ]
+    stream = io.StringIO()
+    human = HumanReport(stream, colour=False)
+    for r in results:
+        human.check(r)
+    human.verdict(decide(results), None)
+    assert stream.getvalue().splitlines()[1:] == [
+        "  SKIP  1 check                      not run because a.one failed (-v lists them)",
+        "verdict: 22 TF_NO_GPU: TensorFlow sees none",
+    ]  # 22 is not "no GPU here": the GPUs are there, so no dry-run suggestion
+
+
+@pytest.mark.parametrize("argv", [["check", "-v"], ["check", "--verbose"], ["-v"]])
+def test_verbose_is_a_switch_with_a_short_form(argv: list[str]) -> None:
+    from tfdist_validate.cli import _with_default_command, build_parser
+
+    assert build_parser().parse_args(_with_default_command(argv)).verbose == "true"
 
 
 class _Tty(io.StringIO):

@@ -128,6 +128,7 @@ BAD_VALUES = {
     "allreduce_mib": "-64",
     "min_busbw_gbps": "nan",
     "fail_on_health": "maybe",
+    "verbose": "very",
 }
 
 

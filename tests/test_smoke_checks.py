@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +145,7 @@ def judge(
 ) -> tuple[dict[str, CheckResult], ExitCode]:
     calls: list[Context] = []
 
-    def fake_run_smoke(ctx: Context) -> SmokeRun:
+    def fake_run_smoke(ctx: Context, _stage_names: Mapping[str, str] | None = None) -> SmokeRun:
         calls.append(ctx)
         return run
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import re
@@ -9,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -294,3 +297,73 @@ def test_too_few_replicas_is_30_and_starts_no_training(tmp_path: Path) -> None:
     assert report["verdict"]["check"] == "devices.count"
     assert report["smoke"] is None  # no child was started
     assert all(c["blocked_by"] for c in report["checks"] if c["id"].startswith("smoke."))
+
+
+class _Lines(io.StringIO):
+    """An output stream that shows each write to `seen` as it happens, from whichever thread writes it."""
+
+    def __init__(self, seen: Callable[[str], None]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def write(self, text: str) -> int:
+        self.seen(text)
+        return super().write(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("json_to_stdout", [False, True], ids=["human", "json-to-stdout"])
+def test_a_slow_stage_shows_a_heartbeat_on_stderr_and_never_on_stdout(
+    tmp_path: Path, json_to_stdout: bool
+) -> None:
+    """The real run on 2 logical CPUs, made slow for certain: when training starts (its `Epoch 1/` line), the
+    test freezes the child, and thaws it only once the heartbeat named the stage. So the stage lasts until the
+    heartbeat is seen, on any machine; the guard below is hang protection, not part of what is tested."""
+    from tfdist_validate import app, settings
+    from tfdist_validate.report.heartbeat import HeartbeatTiming
+
+    frozen: list[int] = []
+    heartbeat_seen = threading.Event()
+
+    def watch(text: str) -> None:
+        if text.startswith("Epoch 1/") and not frozen:
+            frozen.extend(smoke_children(os.getpid()))
+            for pid in frozen:
+                os.killpg(pid, signal.SIGSTOP)
+        if text.startswith("smoke.training: still running after") and frozen and not heartbeat_seen.is_set():
+            heartbeat_seen.set()
+            thaw()
+
+    def thaw() -> None:
+        for pid in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGCONT)
+
+    stdout, stderr = _Lines(watch), _Lines(watch)
+    env = _env(tmp_path)
+    given = {"cpu_replicas": "2", "json": "-" if json_to_stdout else str(tmp_path / "report.json")}
+    resolved = settings.resolve(given, env)
+    guard = threading.Timer(240, thaw)  # a heartbeat that never comes fails the asserts below, not the suite
+    guard.start()
+    try:
+        timing = HeartbeatTiming(after_s=0.0, every_s=0.05)  # beat at once: the frozen child waits for it
+        code = app.execute("run", resolved, env, stdout=stdout, stderr=stderr, heartbeat=timing)
+    finally:
+        guard.cancel()
+        thaw()
+    err, out = stderr.getvalue(), stdout.getvalue()
+    assert code == 0, err
+    assert frozen and heartbeat_seen.is_set(), err
+    training = [line for line in err.splitlines() if line.startswith("smoke.training: still running")]
+    # a dry run trains on CPUs: no JIT, no peers to wait for, so the beat says the deadline and nothing else
+    assert training and all(
+        re.fullmatch(r"smoke\.training: still running after \d+s \(deadline 10m\)", b) for b in training
+    ), training
+    last_beat = max(i for i, line in enumerate(err.splitlines()) if "still running after" in line)
+    verdict_at = next(i for i, line in enumerate(err.splitlines()) if line.startswith("verdict: "))
+    assert last_beat < verdict_at  # never after the verdict
+    assert "still running" not in out
+    if json_to_stdout:
+        assert json.loads(out)["verdict"]["code"] == 0  # stdout is the report and nothing else
+    else:
+        assert "final_val_binary_accuracy=0.9609" in out.splitlines()

@@ -21,7 +21,8 @@ from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.probes import Probes, collect_tf_facts
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import WriteError, shown, write_output
-from tfdist_validate.report.human import HumanReport, use_colour
+from tfdist_validate.report.heartbeat import Heartbeat, HeartbeatTiming
+from tfdist_validate.report.human import HumanReport, is_terminal, use_colour
 from tfdist_validate.result import CheckResult, Layer, failed
 from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
@@ -82,10 +83,24 @@ class Session:
         self.stdout = stdout
         self.started_at = dt.datetime.now(dt.timezone.utc)
         self.t0 = time.monotonic()
+        self.human = HumanReport(
+            stderr,
+            use_colour(stderr, env),
+            verbose=settings.verbose,
+            tty=is_terminal(stderr) and env.get("TERM") != "dumb",
+        )
         out = stderr if settings.json == "-" else stdout
         deadline = Deadline.after(settings.timeout)
-        self.ctx = Context(settings, command, env, deadline, probes, cluster=cluster, out=out)
-        self.human = HumanReport(stderr, use_colour(stderr, env))
+        self.ctx = Context(
+            settings,
+            command,
+            env,
+            deadline,
+            probes,
+            cluster=cluster,
+            out=out,
+            clear_status=self.human.clear_status,
+        )
         self.results: list[CheckResult] = []
         self.current: Check | None = None
         self._finish_lock = threading.Lock()
@@ -93,11 +108,25 @@ class Session:
 
     def start(self, check: Check) -> None:
         self.current = check
+        self.ctx.progress.begin(check.id)
 
     def record(self, result: CheckResult) -> None:
         self.current = None
+        self.ctx.progress.end()
         self.results.append(result)
         self.human.check(result)
+
+    def heartbeat(self, timing: HeartbeatTiming | None) -> Heartbeat:
+        """Stages that run for more than a few seconds say so on stderr, with the run's deadline."""
+        from tfdist_validate.checks.slow import why_slow
+
+        return Heartbeat(
+            self.ctx.progress,
+            self.human,
+            self.settings.timeout,
+            why_slow=lambda stage: why_slow(stage, self.ctx),
+            timing=timing,
+        )
 
     def cut_short(self, summary: str, hint: str) -> None:
         """The check in progress ends as a TIMEOUT failure; later checks are simply not run."""
@@ -173,6 +202,7 @@ def execute(
     probes: Probes | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    heartbeat: HeartbeatTiming | None = None,
 ) -> int:
     _check_report_path(settings)
     cluster = tf_config.load(env)  # a bad TF_CONFIG is exit 2 before anything runs
@@ -195,7 +225,11 @@ def execute(
         os._exit(code)
 
     try:
-        with stop_signals_raise(), Watchdog(settings.timeout, on_watchdog):
+        with (
+            stop_signals_raise(),
+            Watchdog(settings.timeout, on_watchdog),
+            session.heartbeat(heartbeat),
+        ):
             try:
                 shared = _start_tensorflow_child(command, session.ctx)
                 checks = pipeline.build(command)

@@ -41,12 +41,11 @@ def _add_validation_options(parser: argparse.ArgumentParser) -> None:
     )
     for option in OPTIONS:
         help_text = f"{option.help} (env {option.env}; default {option.default})"
+        flags = [option.short, option.flag] if option.short else [option.flag]
         if option.switch:
-            parser.add_argument(
-                option.flag, dest=option.name, action="store_const", const="true", help=help_text
-            )
+            parser.add_argument(*flags, dest=option.name, action="store_const", const="true", help=help_text)
         else:
-            parser.add_argument(option.flag, dest=option.name, metavar=option.metavar, help=help_text)
+            parser.add_argument(*flags, dest=option.name, metavar=option.metavar, help=help_text)
 
 
 def build_parser() -> argparse.ArgumentParser:

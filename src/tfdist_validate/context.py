@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.probes import Probes
+from tfdist_validate.progress import Progress
 from tfdist_validate.settings import Settings
 
 
@@ -44,6 +45,10 @@ class Context:
     cluster: ClusterConfig | None = None
     # where the reference document's lines (visible_gpus=, Epoch ...) go; stderr when the JSON is on stdout
     out: TextIO = field(default_factory=lambda: sys.stdout)
+    # what runs now, for the heartbeat; a check that blocks for minutes can name its finer stage here
+    progress: Progress = field(default_factory=Progress)
+    # called before a line goes to `out`: erases the heartbeat's status line where both share a terminal
+    clear_status: Callable[[], None] = lambda: None
 
     @property
     def root(self) -> Path:

@@ -23,6 +23,7 @@ class Option:
     help: str
     metavar: str = "VALUE"
     switch: bool = False  # on the command line a bare flag (`--fail-on-health`), not `--flag VALUE`
+    short: str | None = None  # a one-letter alias on the command line (`-v`)
 
     @property
     def flag(self) -> str:
@@ -229,6 +230,16 @@ OPTIONS: tuple[Option, ...] = (
         "GPU health problems (ECC, retired pages, busy GPUs, throttling) fail with 31 instead of warning",
         "BOOL",
         switch=True,
+    ),
+    Option(
+        "verbose",
+        _bool_text,
+        _bool_yaml,
+        False,
+        "list every check in the summary, also those not run because an earlier one failed",
+        "BOOL",
+        switch=True,
+        short="-v",
     ),
 )
 

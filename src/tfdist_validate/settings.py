@@ -33,6 +33,7 @@ class Settings:
     allreduce_mib: float = 64.0
     min_busbw_gbps: float | None = None
     fail_on_health: bool = False
+    verbose: bool = False
     config: str | None = None
     # where each value came from ("default", "--min-gpus", "TFDIST_MIN_GPUS", "cfg.yaml:3"), for the report
     sources: Mapping[str, str] = field(default_factory=dict)

@@ -1,8 +1,10 @@
 """`tfdist-validate bundle`: one .tar.gz a user can attach to a bug report, with secrets redacted.
 
 Contents: report.json (+ check.txt) of a `check` run, run-report.json (+ run.txt) with --with-smoke,
-REPORT.md (ready to paste), nvidia-smi -q and topo -m, pip freeze, OS and kernel, relevant environment
-variables. Anything that cannot be collected is written as "could not collect: why".
+REPORT.md (ready to paste), nvidia-smi -q and topo -m, pip freeze, versions.json (TensorFlow, the CUDA wheels,
+the kernel driver and the image, known without a GPU), OS and kernel, the environment variables TensorFlow,
+CUDA, NCCL and the container toolkit read.
+Anything that cannot be collected is written as "could not collect: why".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfdist_validate.bundle import collect, report_md
+from tfdist_validate.bundle import collect, env_vars, offline, report_md
 from tfdist_validate.bundle.redact import Redactor
 from tfdist_validate.errors import UsageError
 from tfdist_validate.probes import Probes
@@ -59,7 +61,8 @@ def _output_path(options: BundleOptions, now: dt.datetime) -> Path:
 
 
 def _validation_options(options: BundleOptions) -> list[str]:
-    argv = ["--root", options.root, "--timeout", f"{options.timeout:g}"]
+    # --verbose: a bug report's summary lists every check, those not run because of a failure too
+    argv = ["--root", options.root, "--timeout", f"{options.timeout:g}", "--verbose"]
     if options.cpu_replicas is not None:
         argv += ["--cpu-replicas", str(options.cpu_replicas)]
     return argv
@@ -138,8 +141,9 @@ def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes |
     with tempfile.TemporaryDirectory(prefix="tfdist-bundle-") as tmp:
         got, check, run = _collect(options, env, probes, Path(tmp))
     redactor = Redactor(env, anonymize=options.anonymize, hostnames=collect.hostnames(options.root))
-    env_names = collect.relevant_names(env)
-    env_lines = redactor.environment(env, env_names)
+    env_lines = redactor.environment(env, env_vars.relevant(env))
+    known = offline.collect(options.root, env)
+    got.add("versions.json", json.dumps(known.to_json(), indent=2) + "\n")
     got.add("env.txt", "\n".join(env_lines) + "\n" if env_lines else "(no relevant variables set)\n")
     files = _redacted_files(got, redactor)
     names: Sequence[str] = ["REPORT.md", "README.txt", *files]
@@ -151,6 +155,7 @@ def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes |
         missing=got.missing,
         files=names,
         created_at=now.isoformat(timespec="seconds"),
+        offline=known,
     )
     files = {"REPORT.md": redactor.text(report), "README.txt": _TOP_README, **files}
     leaked = [name for name, text in files.items() if redactor.leaks(text)]

@@ -8,7 +8,7 @@ import json
 import platform
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,8 +16,6 @@ from typing import Any
 from tfdist_validate.probes import Probes
 from tfdist_validate.probes.commands import CommandResult
 
-RELEVANT_PREFIXES = ("TF_", "CUDA_", "NVIDIA_", "NCCL_", "XLA_", "TFDIST_")
-RELEVANT_NAMES = ("LD_LIBRARY_PATH", "TF_CONFIG", "CUDA_VISIBLE_DEVICES", "KUBERNETES_SERVICE_HOST")
 COMMAND_TIMEOUT_S = 60.0
 
 
@@ -36,10 +34,6 @@ class Collected:
         self.files[name] = text
         if text.startswith("could not collect: "):
             self.missing[name] = text.strip()[len("could not collect: ") :]
-
-
-def relevant_names(env: Mapping[str, str]) -> list[str]:
-    return sorted(n for n in env if n.startswith(RELEVANT_PREFIXES) or n in RELEVANT_NAMES)
 
 
 def command_text(probes: Probes, argv: Sequence[str], timeout_s: float = COMMAND_TIMEOUT_S) -> str:

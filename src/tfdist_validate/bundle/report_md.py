@@ -1,5 +1,7 @@
 """REPORT.md: the part of the bundle a user pastes into an issue. Facts come from the check's report.json;
-what the report lacks is said as "unknown", never guessed."""
+where a layer was skipped, from what needs no GPU (bundle/offline.py: package metadata, the kernel driver's
+/proc file, the image's variables), saying where each came from; what neither knows is "unknown", never
+guessed."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tfdist_validate import TOOL_NAME, __version__
+from tfdist_validate.bundle.offline import OfflineFacts
 
 UNKNOWN = "unknown"
 
@@ -47,11 +50,18 @@ def _gpus(host: Mapping[str, Any]) -> str:
     return "; ".join(f"{count} x {name}" for name, count in names.items()) or UNKNOWN
 
 
-def _tensorflow(tf: Mapping[str, Any]) -> str:
+def _tensorflow_import(report: Mapping[str, Any]) -> str | None:
+    """The status of the tensorflow.import check ("skip" when an earlier layer failed), if it is listed."""
+    checks = report.get("checks")
+    found = [c for c in checks if isinstance(c, Mapping)] if isinstance(checks, list) else []
+    status = next((c.get("status") for c in found if c.get("id") == "tensorflow.import"), None)
+    return str(status) if status else None
+
+
+def _tensorflow(tf: Mapping[str, Any], report: Mapping[str, Any], offline: OfflineFacts | None) -> str:
     version = tf.get("version")
     if not version:
-        error = tf.get("import_error")
-        return f"not importable: {str(error).splitlines()[0]}" if error else UNKNOWN
+        return _tensorflow_not_imported(tf, report, offline)
     build = _section(tf, "build_info")
     parts = []
     if tf.get("built_with_cuda") is False:
@@ -66,15 +76,49 @@ def _tensorflow(tf: Mapping[str, Any]) -> str:
     return f"{version}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+def _tensorflow_not_imported(
+    tf: Mapping[str, Any], report: Mapping[str, Any], offline: OfflineFacts | None
+) -> str:
+    error = tf.get("import_error")
+    installed = offline.tensorflow if offline else None
+    if installed is None:
+        return f"not importable: {str(error).splitlines()[0]}" if error else UNKNOWN
+    distribution, version = installed
+    if error:
+        return f"{version} installed ({distribution}), not importable: {str(error).splitlines()[0]}"
+    why = "its layer was skipped" if _tensorflow_import(report) == "skip" else "not inspected"
+    return f"{version} (`{distribution}` package metadata; not imported: {why})"
+
+
+def _cuda_wheels(offline: OfflineFacts | None) -> str:
+    if offline is None:
+        return UNKNOWN
+    if not offline.cuda_wheels:
+        return "none installed (TensorFlow then needs CUDA and cuDNN from the system)"
+    return ", ".join(f"{name} {version}" for name, version in offline.cuda_wheels)
+
+
+def _image(report: Mapping[str, Any], offline: OfflineFacts | None) -> str:
+    image = _get(report, "tool", "image") or (offline.image if offline else None)
+    if not isinstance(image, Mapping) or not image:
+        return "none (not run from the tfdist-validate image: TFDIST_IMAGE_* are unset)"
+    details = [f"{key} {image[key]}" for key in ("revision", "source") if image.get(key)]
+    return f"tfdist-validate {image.get('version', UNKNOWN)}" + (
+        f" ({', '.join(details)})" if details else ""
+    )
+
+
 def _runtime(host: Mapping[str, Any]) -> str:
     runtime = _section(host, "runtime")
     label = runtime.get("label") or runtime.get("kind") or host.get("label") or host.get("kind")
     return str(label) if label else UNKNOWN
 
 
-def _driver(host: Mapping[str, Any]) -> str:
+def _driver(host: Mapping[str, Any], offline: OfflineFacts | None) -> str:
     version = _get(host, "driver", "version") or _get(host, "kernel_driver", "version")
     cuda = _get(host, "driver", "cuda_version")
+    if not version and offline is not None and offline.kernel_driver:
+        return f"{offline.kernel_driver} (kernel module, from /proc/driver/nvidia/version)"
     if not version:
         error = _get(host, "driver", "error", "message")
         return f"not reachable: {error}" if error else UNKNOWN
@@ -90,6 +134,7 @@ def render(
     missing: Mapping[str, str],
     files: Sequence[str],
     created_at: str,
+    offline: OfflineFacts | None = None,
 ) -> str:
     report = run or check or {}
     host = _section(report, "host")
@@ -116,9 +161,11 @@ def render(
         f"| OS | {_cell(os_summary.get('os'))} |",
         f"| Kernel | {_cell(os_summary.get('kernel'))} |",
         f"| Runtime | {_cell(_runtime(host))} |",
-        f"| NVIDIA driver | {_cell(_driver(host))} |",
+        f"| Image | {_cell(_image(report, offline))} |",
+        f"| NVIDIA driver | {_cell(_driver(host, offline))} |",
         f"| GPUs | {_cell(_gpus(host))} |",
-        f"| TensorFlow | {_cell(_tensorflow(tf))} |",
+        f"| TensorFlow | {_cell(_tensorflow(tf, report, offline))} |",
+        f"| CUDA wheels | {_cell(_cuda_wheels(offline))} |",
         f"| Bundle made | {created_at} |",
         "",
     ]
@@ -140,7 +187,7 @@ def render(
             out += ["", "### Hints", "", *hints]
         out.append("")
     out += [
-        "### Relevant environment variables (secrets redacted)",
+        "### Variables TensorFlow, CUDA, NCCL, the container toolkit and this tool read (secrets redacted)",
         "",
         "```",
         *(env_lines or ["(none set)"]),

@@ -27,6 +27,7 @@ def canonical(name: str) -> str:
 def check_count(ctx: Context) -> Outcome:
     facts = host_state.tf(ctx)
     tf_gpus = list(facts.gpus) if facts else []
+    ctx.clear_status()
     print(f"visible_gpus={len(tf_gpus)}", file=ctx.out, flush=True)
     settings = ctx.settings
     if ctx.dry_run:

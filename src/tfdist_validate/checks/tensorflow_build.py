@@ -137,10 +137,8 @@ def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
     )
 
 
-def check_compute_capability(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
-    facts = _tf(ctx)
+def _gpu_capabilities(ctx: Context, facts: TfFacts) -> list[tuple[int, str, tuple[int, int]]]:
+    """(index, name, compute capability) of each GPU, from NVML, else from TensorFlow's device details."""
     snapshot = host_state.driver(ctx)
     gpus = [(g.index, g.name or "GPU", g.cc_tuple) for g in (snapshot.gpus if snapshot else ()) if g.cc_tuple]
     if not gpus:  # no NVML: TensorFlow's own device details carry the capability
@@ -148,6 +146,25 @@ def check_compute_capability(ctx: Context) -> Outcome:
             cc = detail.get("compute_capability")
             if isinstance(cc, (list, tuple)) and len(cc) == 2:
                 gpus.append((position, str(detail.get("device_name", "GPU")), (int(cc[0]), int(cc[1]))))
+    return gpus
+
+
+def jit_capabilities(ctx: Context) -> list[str]:
+    """The compute capabilities ("9.0") this build reaches only through PTX: a first start JIT-compiles."""
+    facts = host_state.tf(ctx)
+    if facts is None or ctx.dry_run or not facts.capabilities:
+        return []
+    found = [
+        cc for _, _, cc in _gpu_capabilities(ctx, facts) if coverage(cc, facts.capabilities).status == "ptx"
+    ]
+    return [f"{major}.{minor}" for major, minor in dict.fromkeys(found)]
+
+
+def check_compute_capability(ctx: Context) -> Outcome:
+    if ctx.dry_run:
+        return skipped(host_state.DRY_RUN)
+    facts = _tf(ctx)
+    gpus = _gpu_capabilities(ctx, facts)
     build = facts.capabilities
     if not gpus or not build:
         return skipped("no compute capability known to compare with the build's list")

@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import BinaryIO, TextIO
 
@@ -89,8 +89,11 @@ class _LineRelay:
     `captured` instead.
     """
 
-    def __init__(self, out: TextIO, capture: str | None = None) -> None:
+    def __init__(
+        self, out: TextIO, capture: str | None = None, before_line: Callable[[], None] = lambda: None
+    ) -> None:
         self.out = out
+        self.before_line = before_line
         self.kept: deque[str] = deque(maxlen=OUTPUT_KEPT)
         self.capture = capture
         self.captured: deque[str] = deque()
@@ -113,6 +116,7 @@ class _LineRelay:
             return
         self.kept.append(line)
         with contextlib.suppress(OSError, ValueError):  # a closed terminal must not stop the cleanup
+            self.before_line()
             self.out.write(line + "\n")
             self.out.flush()
 
@@ -120,6 +124,7 @@ class _LineRelay:
 class ChildProcess:
     """One supervised child. Use as: start(); relay_until(deadline); and always stop() in a finally.
 
+    `before_line` runs before each relayed line is written (the heartbeat erases its status line there).
     With `capture`, the child also takes commands: send() writes a line to its stdin, and read_captured()
     waits for an answer line (one that starts with `capture`) while relaying everything else.
     """
@@ -131,11 +136,12 @@ class ChildProcess:
         log_path: Path,
         out: TextIO,
         capture: str | None = None,
+        before_line: Callable[[], None] = lambda: None,
     ) -> None:
         self.argv = list(argv)
         self.env = dict(env)
         self.log_path = log_path
-        self.relay = _LineRelay(out, capture)
+        self.relay = _LineRelay(out, capture, before_line)
         self.proc: subprocess.Popen[bytes] | None = None
         self._log: BinaryIO | None = None
         self.started_at = 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,8 @@ def allreduce_mib(settings: Settings) -> float:
     return settings.allreduce_mib
 
 
-def run_smoke(ctx: Context) -> SmokeRun:
+def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> SmokeRun:
+    """stage_names: the child's stages ("fit") by the name the heartbeat shows for each ("smoke.training")."""
     # `run` started one TensorFlow process with the run (smoke/shared.py): it already imported TensorFlow and
     # answered the TensorFlow layer, and runs the smoke test too. Otherwise (it is gone, or the facts were
     # injected) a fresh child runs it.
@@ -105,7 +107,11 @@ def run_smoke(ctx: Context) -> SmokeRun:
         multi_worker=ctx.cluster is not None and ctx.cluster.is_multi_worker,
     )
     argv = [sys.executable, "-m", "tfdist_validate.smoke.child", spec.to_json()]
-    child = shared.child if shared is not None else ChildProcess(argv, child_env(ctx), log_path, ctx.out)
+    child = (
+        shared.child
+        if shared is not None
+        else ChildProcess(argv, child_env(ctx), log_path, ctx.out, before_line=ctx.clear_status)
+    )
     section = ctx.section("smoke")
     section.update(dry_run=ctx.dry_run, requested_devices=spec.strategy_devices())
     section["log"] = {"path": str(log_path), "tail": []}
@@ -117,6 +123,7 @@ def run_smoke(ctx: Context) -> SmokeRun:
             with signals_deferred():  # no window in which a child exists that stop() would not know of
                 child.start()
         section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
+        ctx.progress.follow(lambda: _stage_now(results_path, stage_names or {}))
         child.relay_until(ctx.deadline.at)
     except (
         BaseException
@@ -137,6 +144,11 @@ def run_smoke(ctx: Context) -> SmokeRun:
             )
             fill_section(section, run, child, spec, interrupted)
     return run
+
+
+def _stage_now(results_path: Path, stage_names: Mapping[str, str]) -> str | None:
+    """The stage the child works on now, from the results it wrote so far (one per finished stage)."""
+    return stage_names.get(child_results.read(results_path).in_progress() or "")
 
 
 def fill_section(

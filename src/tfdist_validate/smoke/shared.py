@@ -18,7 +18,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import TextIO
@@ -36,10 +36,16 @@ def serve_argv(results_path: Path) -> list[str]:
 
 
 class SharedChild:
-    def __init__(self, env: Mapping[str, str], out: TextIO, argv: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        out: TextIO,
+        argv: Sequence[str] | None = None,
+        before_line: Callable[[], None] = lambda: None,
+    ) -> None:
         self.log_path, self.results_path = new_workdir()
         argv = list(argv) if argv is not None else serve_argv(self.results_path)
-        self.child = ChildProcess(argv, env, self.log_path, out, capture=tf_facts.MARKER)
+        self.child = ChildProcess(argv, env, self.log_path, out, tf_facts.MARKER, before_line)
         self.answered = False  # facts were delivered: TensorFlow imported and the child waits for "smoke"
         self.claimed = False
 
@@ -47,7 +53,7 @@ class SharedChild:
     def for_run(cls, ctx: Context) -> SharedChild:
         from tfdist_validate.smoke.run import child_env
 
-        return cls(child_env(ctx), ctx.out)
+        return cls(child_env(ctx), ctx.out, before_line=ctx.clear_status)
 
     def start(self) -> None:
         with signals_deferred():  # no window in which a child exists that close() would not know of
