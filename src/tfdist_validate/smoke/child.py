@@ -7,10 +7,11 @@ Run by the parent as `python -m tfdist_validate.smoke.child SPEC_JSON`, in its o
 - Results go to a separate file, one JSON object per stage (spec.STAGES order), so nothing parses stdout.
 
 The training part follows ../shared/seeds/000_c0d78176e4a2ffdd.txt step 3 statement for statement, in the
-same order: the epoch metrics must equal the reference table digit for digit on 2 replicas. One difference:
-each replica reads its own copy of the input pipeline (`_per_replica_datasets` says why and what it gives up),
-receiving exactly the rows the reference's distributed pipeline would give it. Everything of ours that could
-touch the random stream (the all-reduce checks, the bandwidth timing) runs after `fit`.
+same order (reference.py holds those statements): the epoch metrics must equal the reference table digit for
+digit on 2 replicas. One difference: each replica reads its own copy of the input pipeline
+(`_per_replica_datasets` says why and what it gives up), receiving exactly the rows the reference's
+distributed pipeline would give it. Everything of ours that could touch the random stream (the all-reduce
+checks, the bandwidth timing) runs after `fit`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from tfdist_validate.probes import tf_facts
-from tfdist_validate.smoke import child_checks, child_multiworker
+from tfdist_validate.smoke import child_checks, child_multiworker, reference
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
 
 
@@ -105,58 +106,6 @@ def _cluster_facts(strategy: Any, spec: ChildSpec) -> dict[str, Any]:
     }
 
 
-def _reference_data(tf: Any) -> tuple[Any, Any]:
-    """The reference's 640 examples: features and their labels."""
-    features = tf.random.stateless_normal((TRAIN_EXAMPLES + VAL_EXAMPLES, 8), seed=(7, 11))
-    score = features[:, 0] * 0.9 + features[:, 1] * 0.5 - features[:, 2] * 0.4 + features[:, 3] * 0.2
-    labels = tf.cast(score > 0, tf.float32)[:, None]
-    return features, labels
-
-
-def _reference_pipeline(
-    tf: Any, data: tuple[Any, Any], training: bool, global_batch: int, replica: tuple[int, int] | None = None
-) -> Any:
-    """The reference's training (shuffled) or validation pipeline. With `replica=(index, count)` every global
-    batch is cut, before the prefetch, to that replica's rows, the rows TensorFlow's own split gives it."""
-    features, labels = data
-    if training:
-        dataset = tf.data.Dataset.from_tensor_slices((features[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES]))
-        dataset = dataset.shuffle(TRAIN_EXAMPLES, seed=SEED, reshuffle_each_iteration=True)
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((features[TRAIN_EXAMPLES:], labels[TRAIN_EXAMPLES:]))
-    dataset = dataset.batch(global_batch)
-    if replica is not None:
-        index, count = replica
-
-        # plain graph code: converting it with AutoGraph would cost more (its first use) than the pipeline
-        @tf.autograph.experimental.do_not_convert  # type: ignore[untyped-decorator]
-        def take_share(x: Any, y: Any) -> tuple[Any, ...]:
-            return _replica_rows(tf, (x, y), index, count)
-
-        dataset = dataset.map(take_share)
-    return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _reference_datasets(tf: Any, global_batch: int) -> tuple[Any, Any]:
-    """The reference's two pipelines, as published (global batches)."""
-    data = _reference_data(tf)
-    return (
-        _reference_pipeline(tf, data, True, global_batch),
-        _reference_pipeline(tf, data, False, global_batch),
-    )
-
-
-def _replica_rows(tf: Any, batch: tuple[Any, ...], index: int, count: int) -> tuple[Any, ...]:
-    """Replica `index`'s rows of a global batch of n rows, as `experimental_distribute_dataset` splits it:
-    consecutive slices of ceil(n / count) rows, the last ones shorter or empty (a partial last batch of 32
-    on 3 replicas is 11, 11, 10; one of 4 is 2, 2, 0). Full batches give every replica its own batch size."""
-    rows = tf.shape(batch[0])[0]
-    size = (rows + count - 1) // count
-    lo = tf.minimum(index * size, rows)
-    hi = tf.minimum(lo + size, rows)
-    return tuple(part[lo:hi] for part in batch)
-
-
 def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[Any, Any]:
     """The reference pipelines, one copy per replica, each taking its share of every global batch.
 
@@ -174,35 +123,17 @@ def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[An
         experimental_fetch_to_device=False,
     )
 
-    data = _reference_data(tf)
+    examples = reference.data(tf)
 
     def distributed(training: bool) -> Any:
         # In PER_REPLICA mode the function is called once per replica, input_pipeline_id being its index
         def build(context: Any) -> Any:
             share = (context.input_pipeline_id, count)
-            return _reference_pipeline(tf, data, training, global_batch, share)
+            return reference.pipeline(tf, examples, training, global_batch, share)
 
         return strategy.distribute_datasets_from_function(build, options)
 
     return distributed(True), distributed(False)
-
-
-def _reference_model(tf: Any) -> Any:
-    """Called inside strategy.scope(): model, optimizer and metrics must all be created there."""
-    model = tf.keras.Sequential(
-        [
-            tf.keras.layers.Input(shape=(8,)),
-            tf.keras.layers.Dense(32, activation="relu"),
-            tf.keras.layers.Dense(16, activation="relu"),
-            tf.keras.layers.Dense(1, activation="sigmoid"),
-        ]
-    )
-    model.compile(
-        optimizer=tf.keras.optimizers.Adam(learning_rate=0.01),
-        loss=tf.keras.losses.BinaryCrossentropy(),
-        metrics=[tf.keras.metrics.BinaryAccuracy(name="binary_accuracy")],
-    )
-    return model
 
 
 def _epoch_rows(history: dict[str, list[float]]) -> list[dict[str, Any]]:
@@ -259,11 +190,11 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         strategy = _make_strategy(tf, spec, requested, deadline)
         global_batch = spec.per_replica_batch * strategy.num_replicas_in_sync
         if spec.multi_worker:  # the custom loop distributes the reference's global pipelines itself
-            train_ds, val_ds = _reference_datasets(tf, global_batch)
+            train_ds, val_ds = reference.datasets(tf, global_batch)
         else:
             train_ds, val_ds = _per_replica_datasets(tf, strategy, global_batch)
         with strategy.scope():
-            model = _reference_model(tf)
+            model = reference.build_model(tf)
     except Exception as error:
         results.write("strategy", ok=False, requested_devices=requested, error=_error_text(error))
         return
