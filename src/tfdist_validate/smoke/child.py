@@ -28,7 +28,7 @@ from typing import Any
 
 from tfdist_validate.probes import tf_facts
 from tfdist_validate.smoke import child_checks, child_multiworker, reference
-from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
+from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec, finite_json
 
 
 class Results:
@@ -60,15 +60,16 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> None:
         return
     # A dry run must not touch the GPUs: they may be what is broken, and it must not hold their memory.
     tf.config.set_visible_devices([], "GPU")
+    count = spec.cpu_replicas
     # `diagnose` reads this line: TensorFlow's complaints about a missing GPU or driver are expected here.
     print(
-        f"tfdist-validate smoke test: CPU dry run on {spec.cpu_replicas} logical CPU device(s); GPUs hidden",
+        f"tfdist-validate smoke test: CPU dry run on {count} logical CPU device(s); GPUs hidden",
         file=sys.stderr,
         flush=True,
     )
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(spec.cpu_replicas)]
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
     )
 
 
@@ -167,18 +168,18 @@ def _is_collective(tf: Any, error: BaseException) -> bool:
 
 
 def _train(
-    tf: Any, spec: ChildSpec, strategy: Any, model: Any, datasets: tuple[Any, Any], global_batch: int
+    tf: Any, spec: ChildSpec, strategy: Any, model: Any, datasets: tuple[Any, Any]
 ) -> tuple[dict[str, list[float]], list[float]]:
-    """Keras-shaped history and the training seconds of each epoch."""
-    if spec.multi_worker:
-        examples = (TRAIN_EXAMPLES, VAL_EXAMPLES)
-        return child_multiworker.fit(tf, strategy, model, datasets, examples, global_batch, spec.epochs)
+    """Keras' history and the training seconds of each epoch."""
     timer = child_checks.epoch_timer(tf)
+    if spec.multi_worker:
+        history = child_multiworker.fit(tf, strategy, model, datasets, spec.epochs, callbacks=[timer])
+        return history, timer.train_s
     train_ds, val_ds = datasets
-    history = model.fit(
+    fitted = model.fit(
         train_ds, validation_data=val_ds, epochs=spec.epochs, shuffle=False, verbose=2, callbacks=[timer]
     )
-    return history.history, timer.train_s
+    return fitted.history, timer.train_s
 
 
 def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
@@ -189,7 +190,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         tf.keras.utils.set_random_seed(SEED)
         strategy = _make_strategy(tf, spec, requested, deadline)
         global_batch = spec.per_replica_batch * strategy.num_replicas_in_sync
-        if spec.multi_worker:  # the custom loop distributes the reference's global pipelines itself
+        if spec.multi_worker:  # the custom loop splits the reference's global batches itself
             train_ds, val_ds = reference.datasets(tf, global_batch)
         else:
             train_ds, val_ds = _per_replica_datasets(tf, strategy, global_batch)
@@ -219,7 +220,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.stage = "fit"
     steps = math.ceil(TRAIN_EXAMPLES / global_batch)
     try:
-        history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds), global_batch)
+        history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds))
     except Exception as error:
         oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
         results.write(
@@ -238,7 +239,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
             steps_per_epoch=steps,
             epoch_train_s=train_s,
             step_time_s=_step_time_s(train_s, steps),
-            loop="custom loop (strategy.run)" if spec.multi_worker else "model.fit",
+            loop="Keras train_step in a custom loop (strategy.run)" if spec.multi_worker else "model.fit",
         )
         results.stage = "sync"
         variables = [*model.variables, *model.optimizer.variables]
