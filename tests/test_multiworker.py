@@ -64,7 +64,9 @@ def reported_table(report: dict[str, Any]) -> list[tuple[str, ...]]:
 
 def test_two_workers_on_loopback_print_the_reference_table(tmp_path: Path) -> None:
     ports = free_ports(2)
-    workers = [start_worker(tmp_path, ports, i) for i in range(2)]
+    # worker 1 asks for 2 CPU replicas, as a user coming from single-host runs might: it gets a warning,
+    # and the cluster still has one replica per worker
+    workers = [start_worker(tmp_path, ports, 0), start_worker(tmp_path, ports, 1, "--cpu-replicas", "2")]
     outputs = [w.communicate(timeout=300) for w in workers]
     for index, (worker, (out, err)) in enumerate(zip(workers, outputs, strict=True)):
         assert worker.returncode == 0, err
@@ -92,6 +94,11 @@ def test_two_workers_on_loopback_print_the_reference_table(tmp_path: Path) -> No
         assert exact["ok"] and exact["replicas"] == 2
         assert exact["first_values"] == [exact["expected_first"]] == [0.75]
         assert checks["smoke.replicas_in_sync"]["status"] == "pass"
+    statuses = [
+        {c["id"]: c["status"] for c in json.loads((tmp_path / f"worker{i}.json").read_text())["checks"]}
+        for i in range(2)
+    ]
+    assert (statuses[0]["devices.count"], statuses[1]["devices.count"]) == ("pass", "warn")
 
 
 def test_three_workers_print_the_table_of_a_single_host_run_on_three_replicas(tmp_path: Path) -> None:

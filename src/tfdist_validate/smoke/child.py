@@ -60,7 +60,8 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> None:
         return
     # A dry run must not touch the GPUs: they may be what is broken, and it must not hold their memory.
     tf.config.set_visible_devices([], "GPU")
-    count = spec.cpu_replicas
+    # MultiWorkerMirroredStrategy would use CPU:0 alone whatever the split (devices.count warns about it)
+    count = 1 if spec.multi_worker else spec.cpu_replicas
     # `diagnose` reads this line: TensorFlow's complaints about a missing GPU or driver are expected here.
     print(
         f"tfdist-validate smoke test: CPU dry run on {count} logical CPU device(s); GPUs hidden",
