@@ -31,8 +31,8 @@ from tfdist_validate.smoke import reference
 def _step_functions(tf: Any, strategy: Any, model: Any, element_spec: Any) -> tuple[Any, Any]:
     """Keras' train and test steps on every replica of the cluster, each fed its share of a global batch.
 
-    Not XLA-compiled, unlike fit on a GPU host (jit_compile="auto"): collectives across workers inside XLA
-    are not what this test sets out to prove, and on CPUs fit does not compile either."""
+    Not XLA-compiled, as under fit: a model built in a strategy's scope resolves jit_compile="auto" to False
+    (keras/src/trainers/trainer.py, _resolve_auto_jit_compile)."""
     replicas = int(strategy.num_replicas_in_sync)
 
     def share(batch: Any) -> tuple[Any, ...]:
