@@ -10,11 +10,13 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
 
 from conftest import clean_env, run_cli
+from test_smoke_e2e import REFERENCE_OUTPUT, epoch_metrics, validate
 from tfdist_validate.diagnose import diagnose_file
 from tfdist_validate.report.schema import SCHEMA
 
@@ -53,16 +55,28 @@ def start_worker(
     )
 
 
-def test_two_workers_on_loopback_both_pass(tmp_path: Path) -> None:
+def reported_table(report: dict[str, Any]) -> list[tuple[str, ...]]:
+    """The report's epoch metrics as the epoch lines print them (epoch_metrics' tuples, less the steps)."""
+    keys = ("binary_accuracy", "loss", "val_binary_accuracy", "val_loss")
+    return [tuple(f"{epoch[key]:.4f}" for key in keys) for epoch in report["smoke"]["epochs"]]
+
+
+def test_two_workers_on_loopback_print_the_reference_table(tmp_path: Path) -> None:
     ports = free_ports(2)
-    workers = [start_worker(tmp_path, ports, i) for i in range(2)]
+    # worker 1 asks for 2 CPU replicas, as a user coming from single-host runs might: it gets a warning,
+    # and the cluster still has one replica per worker
+    workers = [start_worker(tmp_path, ports, 0), start_worker(tmp_path, ports, 1, "--cpu-replicas", "2")]
     outputs = [w.communicate(timeout=300) for w in workers]
     for index, (worker, (out, err)) in enumerate(zip(workers, outputs, strict=True)):
         assert worker.returncode == 0, err
         assert "replicas=2\n" in out and "global_batch=32\n" in out
+        # the same global batches, rows per replica, loss scaling and seed as the reference: its table
+        assert epoch_metrics(out) == epoch_metrics(REFERENCE_OUTPUT)
+        assert out.splitlines()[-1] == "final_val_binary_accuracy=0.9609"
         report = json.loads((tmp_path / f"worker{index}.json").read_text())
         jsonschema.validate(report, SCHEMA)
         assert report["verdict"]["code"] == 0
+        assert reported_table(report) == [m[1:] for m in epoch_metrics(REFERENCE_OUTPUT)]
         assert report["cluster"]["task"] == {
             "type": "worker",
             "index": index,
@@ -72,15 +86,36 @@ def test_two_workers_on_loopback_both_pass(tmp_path: Path) -> None:
         checks = {c["id"]: c for c in report["checks"]}
         assert checks["smoke.strategy"]["details"]["workers"] == 2
         assert checks["smoke.strategy"]["details"]["task"] == f"worker:{index}"
+        assert checks["smoke.strategy"]["details"]["local_replicas"] == 1
         # the exact all-reduce covers the cross-worker sum: replica ids 0 and 1 contribute 1x and 2x the
         # pattern (first element 0.25), so this worker's one local replica must receive 0.75
         exact = checks["smoke.allreduce_exact"]["details"]
         assert exact["ok"] and exact["replicas"] == 2
         assert exact["first_values"] == [exact["expected_first"]] == [0.75]
         assert checks["smoke.replicas_in_sync"]["status"] == "pass"
-    # one synchronized group: both workers saw the same global metrics
-    epochs = [json.loads((tmp_path / f"worker{i}.json").read_text())["smoke"]["epochs"] for i in range(2)]
-    assert epochs[0] == epochs[1]
+    statuses = [
+        {c["id"]: c["status"] for c in json.loads((tmp_path / f"worker{i}.json").read_text())["checks"]}
+        for i in range(2)
+    ]
+    assert (statuses[0]["devices.count"], statuses[1]["devices.count"]) == ("pass", "warn")
+
+
+def test_three_workers_print_the_table_of_a_single_host_run_on_three_replicas(tmp_path: Path) -> None:
+    (tmp_path / "single").mkdir()
+    single, _report = validate(tmp_path / "single", "--cpu-replicas", "3")
+    assert single.returncode == 0, single.stderr
+    table = epoch_metrics(single.stdout)
+    # 3 replicas: global batch 48, so both passes end in a partial batch (32 rows: 11, 11, 10 per replica)
+    assert len(table) == 3 and table[0][0] == "11/11" and table != epoch_metrics(REFERENCE_OUTPUT)
+    final = single.stdout.splitlines()[-1]
+    ports = free_ports(3)
+    workers = [start_worker(tmp_path, ports, i) for i in range(3)]
+    outputs = [w.communicate(timeout=300) for w in workers]
+    for worker, (out, err) in zip(workers, outputs, strict=True):
+        assert worker.returncode == 0, err
+        assert "replicas=3\n" in out and "global_batch=48\n" in out
+        assert epoch_metrics(out) == table
+        assert out.splitlines()[-1] == final
 
 
 def test_a_peer_that_never_starts_is_named_within_the_timeout(tmp_path: Path, deadline_scale: float) -> None:

@@ -134,7 +134,7 @@ _INPUT_SPLIT = textwrap.dedent(
     import json
     import numpy as np
     import tensorflow as tf
-    from tfdist_validate.smoke import child
+    from tfdist_validate.smoke import child, reference
 
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
@@ -143,10 +143,10 @@ _INPUT_SPLIT = textwrap.dedent(
     for replicas, per_replica in ((2, 16), (3, 16), (4, 5), (3, 7)):
         strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(replicas)])
         global_batch = replicas * per_replica
-        reference = [strategy.experimental_distribute_dataset(d)
-                     for d in child._reference_datasets(tf, global_batch)]
+        theirs = [strategy.experimental_distribute_dataset(d)
+                     for d in reference.datasets(tf, global_batch)]
         ours = child._per_replica_datasets(tf, strategy, global_batch)
-        for ref_ds, our_ds in zip(reference, ours):
+        for ref_ds, our_ds in zip(theirs, ours):
             for _ in range(3):  # every new iterator draws the next shuffle order
                 ref_rows = [[[t.numpy().tolist() for t in strategy.experimental_local_results(part)]
                              for part in batch] for batch in ref_ds]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+import hosts
 from conftest import run_cli
 from tfdist_validate.cluster.tf_config import parse
 from tfdist_validate.errors import UsageError
@@ -118,3 +120,23 @@ def test_report_names_the_worker_and_the_cluster() -> None:
     cluster = json.loads(result.stdout)["cluster"]
     assert cluster["task"] == {"type": "worker", "index": 1, "address": "127.0.0.1:20002"}
     assert cluster["cluster"] == TWO["cluster"] and cluster["workers"] == 2
+
+
+@pytest.mark.parametrize("asked", ["1", "2"])
+def test_cpu_replicas_above_one_in_a_cluster_warns_what_tensorflow_does(asked: str, tmp_path: Path) -> None:
+    host = hosts.docker_without_gpus(tmp_path / "root")
+    host.env["TF_CONFIG"] = json.dumps(TWO)
+    result = hosts.run_check(host, hosts.probes(), tmp_path, cpu_replicas=asked)
+    assert result.code == 0
+    check = result.check("devices.count")
+    assert result.report["host"]["replicas_planned"] == 2
+    if asked == "1":
+        assert check["status"] == "pass"
+        assert check["summary"].startswith("1 local replica(s) x 2 workers = 2 replicas planned")
+        return
+    assert check["status"] == "warn"
+    assert check["summary"] == (
+        "--cpu-replicas 2 gives this worker 1 replica, not 2: TensorFlow's MultiWorkerMirroredStrategy uses"
+        " one CPU device per worker; 1 local replica(s) x 2 workers = 2 replicas (this is worker:1)"
+    )
+    assert "--cpu-replicas 1" in check["hint"]

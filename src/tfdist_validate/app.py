@@ -53,12 +53,12 @@ def _check_report_path(settings: Settings) -> None:
             raise UsageError(f"{source}: json: folder {shown(parent)!r} does not exist")
 
 
-def _ok_summary(command: str, settings: Settings) -> str:
+def _ok_summary(command: str, settings: Settings, cluster: ClusterConfig | None) -> str:
     if settings.cpu_replicas is not None:
-        return (
-            f"dry run on {settings.cpu_replicas} logical CPU device(s) passed: this proves the TensorFlow"
-            " software path, not the GPUs"
-        )
+        devices = f"{settings.cpu_replicas} logical CPU device(s)"
+        if cluster is not None and cluster.is_multi_worker:  # one CPU device per worker, whatever was asked
+            devices = f"{cluster.num_workers} workers, one logical CPU device each,"
+        return f"dry run on {devices} passed: this proves the TensorFlow software path, not the GPUs"
     if command == "check":
         return "the fast layers passed; `tfdist-validate run` proves training itself"
     return "synchronized multi-GPU TensorFlow training can run here"
@@ -140,7 +140,7 @@ class Session:
             if self._finished:
                 return ExitCode.TIMEOUT
             self._finished = True
-        verdict = decide(self.results, _ok_summary(self.command, self.settings))
+        verdict = decide(self.results, _ok_summary(self.command, self.settings, self.ctx.cluster))
         report = json_report.build(
             command=self.command,
             settings=self.settings,

@@ -78,9 +78,9 @@ def _count_cluster(ctx: Context, chosen: list[str], host: dict[str, object]) -> 
     """MultiWorkerMirroredStrategy: --min-gpus counts the replicas of the whole cluster."""
     assert ctx.cluster is not None
     workers = ctx.cluster.num_workers
-    # On CPUs MultiWorkerMirroredStrategy places exactly one replica per worker (CPU:0), however the CPU is
-    # split; on GPUs it uses every local GPU. Assumes every worker looks like this one, which the smoke
-    # test then verifies from the strategy itself.
+    # On CPUs MultiWorkerMirroredStrategy places exactly one replica per worker (CPU:0), whatever
+    # --cpu-replicas asks for; on GPUs it uses every local GPU. Assumes every worker looks like this one,
+    # which the smoke test then verifies from the strategy itself.
     local = 1 if ctx.dry_run else len(chosen)
     total = local * workers
     host["replicas_planned"] = total
@@ -91,6 +91,17 @@ def _count_cluster(ctx: Context, chosen: list[str], host: dict[str, object]) -> 
             ExitCode.TOO_FEW_GPUS,
             f"{shape}, fewer than --min-gpus {ctx.settings.min_gpus}",
             "give each worker more GPUs (pod nvidia.com/gpu limit), add workers, or lower --min-gpus",
+        )
+    asked = ctx.settings.cpu_replicas
+    if asked is not None and asked > 1:
+        # A warning, not exit 2: the dry run the option asks for still runs (GPU layers skipped, strategy and
+        # training for real), only with fewer replicas, and --min-gpus was judged on the real count above.
+        return warned(
+            f"--cpu-replicas {asked} gives this worker 1 replica, not {asked}: TensorFlow's"
+            f" MultiWorkerMirroredStrategy uses one CPU device per worker; {shape}"
+            f" (this is {ctx.cluster.task_name})",
+            "give every worker --cpu-replicas 1 (the same cluster, without this warning); more replicas need"
+            " more workers",
         )
     return passed(f"{shape} planned (MultiWorkerMirroredStrategy, this is {ctx.cluster.task_name})")
 

@@ -7,10 +7,11 @@ Run by the parent as `python -m tfdist_validate.smoke.child SPEC_JSON`, in its o
 - Results go to a separate file, one JSON object per stage (spec.STAGES order), so nothing parses stdout.
 
 The training part follows ../shared/seeds/000_c0d78176e4a2ffdd.txt step 3 statement for statement, in the
-same order: the epoch metrics must equal the reference table digit for digit on 2 replicas. One difference:
-each replica reads its own copy of the input pipeline (`_per_replica_datasets` says why and what it gives up),
-receiving exactly the rows the reference's distributed pipeline would give it. Everything of ours that could
-touch the random stream (the all-reduce checks, the bandwidth timing) runs after `fit`.
+same order (reference.py holds those statements): the epoch metrics must equal the reference table digit for
+digit on 2 replicas. One difference: each replica reads its own copy of the input pipeline
+(`_per_replica_datasets` says why and what it gives up), receiving exactly the rows the reference's
+distributed pipeline would give it. Everything of ours that could touch the random stream (the all-reduce
+checks, the bandwidth timing) runs after `fit`.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from dataclasses import replace
 from typing import Any
 
 from tfdist_validate.probes import tf_facts
-from tfdist_validate.smoke import child_checks, child_multiworker
-from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, VAL_EXAMPLES, ChildSpec, finite_json
+from tfdist_validate.smoke import child_checks, child_multiworker, reference
+from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec, finite_json
 
 
 class Results:
@@ -59,15 +60,17 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> None:
         return
     # A dry run must not touch the GPUs: they may be what is broken, and it must not hold their memory.
     tf.config.set_visible_devices([], "GPU")
+    # MultiWorkerMirroredStrategy would use CPU:0 alone whatever the split (devices.count warns about it)
+    count = 1 if spec.multi_worker else spec.cpu_replicas
     # `diagnose` reads this line: TensorFlow's complaints about a missing GPU or driver are expected here.
     print(
-        f"tfdist-validate smoke test: CPU dry run on {spec.cpu_replicas} logical CPU device(s); GPUs hidden",
+        f"tfdist-validate smoke test: CPU dry run on {count} logical CPU device(s); GPUs hidden",
         file=sys.stderr,
         flush=True,
     )
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(spec.cpu_replicas)]
+        cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
     )
 
 
@@ -105,58 +108,6 @@ def _cluster_facts(strategy: Any, spec: ChildSpec) -> dict[str, Any]:
     }
 
 
-def _reference_data(tf: Any) -> tuple[Any, Any]:
-    """The reference's 640 examples: features and their labels."""
-    features = tf.random.stateless_normal((TRAIN_EXAMPLES + VAL_EXAMPLES, 8), seed=(7, 11))
-    score = features[:, 0] * 0.9 + features[:, 1] * 0.5 - features[:, 2] * 0.4 + features[:, 3] * 0.2
-    labels = tf.cast(score > 0, tf.float32)[:, None]
-    return features, labels
-
-
-def _reference_pipeline(
-    tf: Any, data: tuple[Any, Any], training: bool, global_batch: int, replica: tuple[int, int] | None = None
-) -> Any:
-    """The reference's training (shuffled) or validation pipeline. With `replica=(index, count)` every global
-    batch is cut, before the prefetch, to that replica's rows, the rows TensorFlow's own split gives it."""
-    features, labels = data
-    if training:
-        dataset = tf.data.Dataset.from_tensor_slices((features[:TRAIN_EXAMPLES], labels[:TRAIN_EXAMPLES]))
-        dataset = dataset.shuffle(TRAIN_EXAMPLES, seed=SEED, reshuffle_each_iteration=True)
-    else:
-        dataset = tf.data.Dataset.from_tensor_slices((features[TRAIN_EXAMPLES:], labels[TRAIN_EXAMPLES:]))
-    dataset = dataset.batch(global_batch)
-    if replica is not None:
-        index, count = replica
-
-        # plain graph code: converting it with AutoGraph would cost more (its first use) than the pipeline
-        @tf.autograph.experimental.do_not_convert  # type: ignore[untyped-decorator]
-        def take_share(x: Any, y: Any) -> tuple[Any, ...]:
-            return _replica_rows(tf, (x, y), index, count)
-
-        dataset = dataset.map(take_share)
-    return dataset.prefetch(tf.data.AUTOTUNE)
-
-
-def _reference_datasets(tf: Any, global_batch: int) -> tuple[Any, Any]:
-    """The reference's two pipelines, as published (global batches)."""
-    data = _reference_data(tf)
-    return (
-        _reference_pipeline(tf, data, True, global_batch),
-        _reference_pipeline(tf, data, False, global_batch),
-    )
-
-
-def _replica_rows(tf: Any, batch: tuple[Any, ...], index: int, count: int) -> tuple[Any, ...]:
-    """Replica `index`'s rows of a global batch of n rows, as `experimental_distribute_dataset` splits it:
-    consecutive slices of ceil(n / count) rows, the last ones shorter or empty (a partial last batch of 32
-    on 3 replicas is 11, 11, 10; one of 4 is 2, 2, 0). Full batches give every replica its own batch size."""
-    rows = tf.shape(batch[0])[0]
-    size = (rows + count - 1) // count
-    lo = tf.minimum(index * size, rows)
-    hi = tf.minimum(lo + size, rows)
-    return tuple(part[lo:hi] for part in batch)
-
-
 def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[Any, Any]:
     """The reference pipelines, one copy per replica, each taking its share of every global batch.
 
@@ -174,35 +125,17 @@ def _per_replica_datasets(tf: Any, strategy: Any, global_batch: int) -> tuple[An
         experimental_fetch_to_device=False,
     )
 
-    data = _reference_data(tf)
+    examples = reference.data(tf)
 
     def distributed(training: bool) -> Any:
         # In PER_REPLICA mode the function is called once per replica, input_pipeline_id being its index
         def build(context: Any) -> Any:
             share = (context.input_pipeline_id, count)
-            return _reference_pipeline(tf, data, training, global_batch, share)
+            return reference.pipeline(tf, examples, training, global_batch, share)
 
         return strategy.distribute_datasets_from_function(build, options)
 
     return distributed(True), distributed(False)
-
-
-def _reference_model(tf: Any) -> Any:
-    """Called inside strategy.scope(): model, optimizer and metrics must all be created there."""
-    model = tf.keras.Sequential(
-        [
-            tf.keras.layers.Input(shape=(8,)),
-            tf.keras.layers.Dense(32, activation="relu"),
-            tf.keras.layers.Dense(16, activation="relu"),
-            tf.keras.layers.Dense(1, activation="sigmoid"),
-        ]
-    )
-    model.compile(
-        optimizer=tf.keras.optimizers.Adam(learning_rate=0.01),
-        loss=tf.keras.losses.BinaryCrossentropy(),
-        metrics=[tf.keras.metrics.BinaryAccuracy(name="binary_accuracy")],
-    )
-    return model
 
 
 def _epoch_rows(history: dict[str, list[float]]) -> list[dict[str, Any]]:
@@ -236,18 +169,18 @@ def _is_collective(tf: Any, error: BaseException) -> bool:
 
 
 def _train(
-    tf: Any, spec: ChildSpec, strategy: Any, model: Any, datasets: tuple[Any, Any], global_batch: int
+    tf: Any, spec: ChildSpec, strategy: Any, model: Any, datasets: tuple[Any, Any]
 ) -> tuple[dict[str, list[float]], list[float]]:
-    """Keras-shaped history and the training seconds of each epoch."""
-    if spec.multi_worker:
-        examples = (TRAIN_EXAMPLES, VAL_EXAMPLES)
-        return child_multiworker.fit(tf, strategy, model, datasets, examples, global_batch, spec.epochs)
+    """Keras' history and the training seconds of each epoch."""
     timer = child_checks.epoch_timer(tf)
+    if spec.multi_worker:
+        history = child_multiworker.fit(tf, strategy, model, datasets, spec.epochs, callbacks=[timer])
+        return history, timer.train_s
     train_ds, val_ds = datasets
-    history = model.fit(
+    fitted = model.fit(
         train_ds, validation_data=val_ds, epochs=spec.epochs, shuffle=False, verbose=2, callbacks=[timer]
     )
-    return history.history, timer.train_s
+    return fitted.history, timer.train_s
 
 
 def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
@@ -258,12 +191,12 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         tf.keras.utils.set_random_seed(SEED)
         strategy = _make_strategy(tf, spec, requested, deadline)
         global_batch = spec.per_replica_batch * strategy.num_replicas_in_sync
-        if spec.multi_worker:  # the custom loop distributes the reference's global pipelines itself
-            train_ds, val_ds = _reference_datasets(tf, global_batch)
+        if spec.multi_worker:  # the custom loop splits the reference's global batches itself
+            train_ds, val_ds = reference.datasets(tf, global_batch)
         else:
             train_ds, val_ds = _per_replica_datasets(tf, strategy, global_batch)
         with strategy.scope():
-            model = _reference_model(tf)
+            model = reference.build_model(tf)
     except Exception as error:
         results.write("strategy", ok=False, requested_devices=requested, error=_error_text(error))
         return
@@ -288,7 +221,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.stage = "fit"
     steps = math.ceil(TRAIN_EXAMPLES / global_batch)
     try:
-        history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds), global_batch)
+        history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds))
     except Exception as error:
         oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
         results.write(
@@ -307,7 +240,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
             steps_per_epoch=steps,
             epoch_train_s=train_s,
             step_time_s=_step_time_s(train_s, steps),
-            loop="custom loop (strategy.run)" if spec.multi_worker else "model.fit",
+            loop="Keras train_step in a custom loop (strategy.run)" if spec.multi_worker else "model.fit",
         )
         results.stage = "sync"
         variables = [*model.variables, *model.optimizer.variables]
