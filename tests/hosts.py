@@ -26,6 +26,7 @@ from tfdist_validate.probes import Probes
 from tfdist_validate.probes import nvml as nvml_probe
 from tfdist_validate.probes.commands import CommandResult
 from tfdist_validate.probes.tf_facts import MARKER, TfFacts, from_json
+from tfdist_validate.tfsession import RecordedSession
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 MIB = 1024 * 1024
@@ -474,28 +475,26 @@ def recorded_tf(gpus: int | None = None, log_fixture: str | None = None) -> TfFa
     return facts
 
 
-def tf_answer(
-    facts: TfFacts, calls: list[str] | None = None
-) -> Callable[[Mapping[str, str], float], TfFacts]:
-    def probe(_env: Mapping[str, str], _timeout: float) -> TfFacts:
-        if calls is not None:
-            calls.append("tf_facts")
-        return facts
+@dataclass(frozen=True)
+class ProbeSet:
+    """What a scenario injects: the probes (NVML, commands) and the TensorFlow session's recorded facts."""
 
-    return probe
+    probes: Probes
+    tf: RecordedSession
 
 
 def probes(
     nvml: FakeNvml | None = None,
     smi: Callable[[Sequence[str], float], CommandResult] = SMI_MISSING,
     tf: TfFacts | None = None,
-    tf_calls: list[str] | None = None,
-) -> Probes:
+    tf_calls: list[float] | None = None,
+) -> ProbeSet:
+    """`tf_calls` gets the timeout of each time the TensorFlow layer asks for TensorFlow's facts."""
     fake = nvml or nvml_failing(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
-    answer = tf or recorded_tf()
-    return Probes(
-        run_command=smi, nvml=lambda: nvml_probe.collect(lib=fake), tf_facts=tf_answer(answer, tf_calls)
-    )
+    session = RecordedSession(tf or recorded_tf(), env={"PATH": "/usr/bin:/bin"})
+    if tf_calls is not None:
+        session.calls = tf_calls
+    return ProbeSet(Probes(run_command=smi, nvml=lambda: nvml_probe.collect(lib=fake)), session)
 
 
 def as_json(value: Any) -> Any:
@@ -516,7 +515,7 @@ class CheckRun:
         return next(c for c in self.report["checks"] if c["id"] == check_id)
 
 
-def run_check(host: Host, probe_set: Probes, tmp: Path, command: str = "check", **options: str) -> CheckRun:
+def run_check(host: Host, probe_set: ProbeSet, tmp: Path, command: str = "check", **options: str) -> CheckRun:
     """`tfdist-validate check --root <tree> [--option value ...]` in-process, with the probes injected
     (`command="run"`: the same for `run`; with injected TensorFlow facts it starts no TensorFlow process)."""
     import io
@@ -529,5 +528,7 @@ def run_check(host: Host, probe_set: Probes, tmp: Path, command: str = "check", 
     report_path = tmp / "report.json"
     resolved = replace(resolved, json=str(report_path))
     out, err = io.StringIO(), io.StringIO()
-    code = app.execute(command, resolved, env, probes=probe_set, stdout=out, stderr=err)
+    code = app.execute(
+        command, resolved, env, probes=probe_set.probes, tf=probe_set.tf, stdout=out, stderr=err
+    )
     return CheckRun(code, json.loads(report_path.read_text()), out.getvalue(), err.getvalue())

@@ -11,7 +11,6 @@ from tfdist_validate import pipeline
 from tfdist_validate.checks.slow import why_slow
 from tfdist_validate.context import Context, Deadline
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.probes import Probes
 from tfdist_validate.progress import Progress
 from tfdist_validate.report.heartbeat import Heartbeat, HeartbeatTiming, show_duration
 from tfdist_validate.report.human import HumanReport
@@ -131,10 +130,11 @@ def test_show_duration() -> None:
     ]
 
 
-def _host_context(tmp_path: Path, probe_set: Probes, **settings: Any) -> Context:
+def _host_context(tmp_path: Path, probe_set: hosts.ProbeSet, **settings: Any) -> Context:
     """The context after the host layers ran on a scenario: the facts a heartbeat's note reads."""
     host = hosts.docker_with_toolkit(tmp_path / "root")
-    ctx = Context(Settings(root=str(host.root), **settings), "run", host.env, Deadline.after(60), probe_set)
+    settings_ = Settings(root=str(host.root), **settings)
+    ctx = Context(settings_, "run", host.env, Deadline.after(60), probe_set.probes, tf=probe_set.tf)
     run_checks(pipeline.host_checks(), ctx)
     return ctx
 

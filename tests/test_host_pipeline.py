@@ -18,6 +18,7 @@ from tfdist_validate.checks import driver
 from tfdist_validate.host import nvidia_smi
 from tfdist_validate.probes import Probes, tf_facts
 from tfdist_validate.probes.commands import CommandResult
+from tfdist_validate.tfsession import RecordedSession
 
 GOLDEN = """\
 tfdist-validate 0.1.0: check
@@ -280,10 +281,12 @@ def test_a_hung_nvml_call_is_abandoned_at_its_deadline(
 ) -> None:
     release = threading.Event()  # set only after the check: the NVML call is stuck for as long as it waits
     monkeypatch.setattr(driver, "NVML_TIMEOUT_S", 0.5)
-    probe_set = Probes(
-        run_command=hosts.SMI_MISSING,
-        nvml=lambda: release.wait(60) and hosts.snapshot(hosts.nvml_h100s()),  # type: ignore[return-value]
-        tf_facts=hosts.tf_answer(hosts.recorded_tf()),
+    probe_set = hosts.ProbeSet(
+        Probes(
+            run_command=hosts.SMI_MISSING,
+            nvml=lambda: release.wait(60) and hosts.snapshot(hosts.nvml_h100s()),  # type: ignore[return-value]
+        ),
+        RecordedSession(hosts.recorded_tf()),
     )
     try:
         result = hosts.run_check(hosts.bare_host_with_driver(tmp_path / "root"), probe_set, tmp_path)

@@ -16,7 +16,6 @@ import pynvml
 import pytest
 
 import hosts
-from tfdist_validate.probes import Probes
 from tfdist_validate.report.schema import SCHEMA
 
 TF = hosts.recorded_tf
@@ -26,7 +25,7 @@ TF = hosts.recorded_tf
 class Case:
     name: str
     host: Callable[[Path], hosts.Host]
-    probes: Callable[[list[str]], Probes]
+    probes: Callable[[list[float]], hosts.ProbeSet]
     code: int
     decided_by: str | None
     hint: tuple[str, ...] = ()  # substrings of the verdict's hint (the fix)
@@ -38,7 +37,7 @@ def p(
     nvml: Callable[[], hosts.FakeNvml] | None = None,
     smi: hosts.Callable = hosts.SMI_MISSING,  # type: ignore[name-defined]
     tf: Callable[[], hosts.TfFacts] | None = None,
-) -> Callable[[list[str]], Probes]:
+) -> Callable[[list[float]], hosts.ProbeSet]:
     return lambda calls: hosts.probes(nvml() if nvml else None, smi, tf() if tf else None, calls)
 
 
@@ -137,7 +136,7 @@ def _host(case: Case, tmp_path: Path) -> hosts.Host:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_scenario_gives_its_exit_code_and_fix(case: Case, tmp_path: Path) -> None:
-    tf_calls: list[str] = []
+    tf_calls: list[float] = []
     result = hosts.run_check(_host(case, tmp_path), case.probes(tf_calls), tmp_path, **case.options)
     verdict = result.report["verdict"]
     assert (result.code, verdict["check"]) == (case.code, case.decided_by), result.stderr

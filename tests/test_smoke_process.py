@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tfdist_validate.signals import signals_deferred
-from tfdist_validate.smoke.process import ChildProcess, group_members
-from tfdist_validate.smoke.run import describe_exit, tail_lines
+from tfdist_validate.smoke.process import ChildProcess, describe_exit, group_members
+from tfdist_validate.smoke.run import tail_lines
 
 
 def _alive(pid: int) -> bool:

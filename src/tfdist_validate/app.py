@@ -8,17 +8,16 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from tfdist_validate import TOOL_NAME, __version__, pipeline
+from tfdist_validate import TOOL_NAME, __version__, pipeline, tfsession
 from tfdist_validate.cluster import tf_config
 from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.context import Context, Deadline
 from tfdist_validate.errors import Terminated, UsageError
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.probes import Probes, collect_tf_facts
+from tfdist_validate.probes import Probes
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import WriteError, shown, write_output
 from tfdist_validate.report.heartbeat import Heartbeat, HeartbeatTiming
@@ -27,11 +26,12 @@ from tfdist_validate.result import CheckResult, Layer, failed
 from tfdist_validate.runner import Check, run_checks
 from tfdist_validate.settings import Settings
 from tfdist_validate.signals import signals_deferred, stop_signals_raise
+from tfdist_validate.tfsession import TensorFlowSession
 from tfdist_validate.verdict import Verdict, decide
 from tfdist_validate.watchdog import Watchdog
 
 if TYPE_CHECKING:
-    from tfdist_validate.smoke.shared import SharedChild
+    pass
 
 
 # The shortest time a report or termination message gets to go out through a slow FIFO or device.
@@ -76,6 +76,7 @@ class Session:
         stdout: TextIO,
         stderr: TextIO,
         cluster: ClusterConfig | None = None,
+        tf: TensorFlowSession | None = None,
     ) -> None:
         self.command = command
         self.settings = settings
@@ -100,6 +101,7 @@ class Session:
             cluster=cluster,
             out=out,
             clear_status=self.human.clear_status,
+            tf=tf or tfsession.for_command(command, env, out, self.human.clear_status),
         )
         self.results: list[CheckResult] = []
         self.current: Check | None = None
@@ -180,43 +182,29 @@ class Session:
                 self.human.note(problem)
 
 
-def _start_tensorflow_child(command: str, ctx: Context) -> SharedChild | None:
-    """`run` imports TensorFlow once, in one child started now: the import (seconds) overlaps the host
-    checks, and the same process answers the TensorFlow layer and then runs the smoke test. Not for `check`
-    (a broken node gets its verdict without any TensorFlow import), nor when a test injected the facts."""
-    if command != "run" or ctx.probes.tf_facts is not collect_tf_facts or ctx.probes.tf_child is not None:
-        return None
-    from tfdist_validate.smoke.shared import SharedChild
-
-    shared = SharedChild.for_run(ctx)
-    shared.start()
-    ctx.probes = replace(ctx.probes, tf_facts=shared.facts, tf_child=shared)
-    return shared
-
-
 def execute(
     command: str,
     settings: Settings,
     env: Mapping[str, str],
     *,
     probes: Probes | None = None,
+    tf: TensorFlowSession | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     heartbeat: HeartbeatTiming | None = None,
 ) -> int:
+    """`tf`: the TensorFlow session (tfsession.py); by default `run` shares one process, `check` asks once."""
     _check_report_path(settings)
     cluster = tf_config.load(env)  # a bad TF_CONFIG is exit 2 before anything runs
     session = Session(
-        command, settings, env, probes or Probes(), stdout or sys.stdout, stderr or sys.stderr, cluster
+        command, settings, env, probes or Probes(), stdout or sys.stdout, stderr or sys.stderr, cluster, tf
     )
     detail = f"{settings.cpu_replicas} logical CPU replicas" if settings.cpu_replicas else ""
     session.human.header(TOOL_NAME, __version__, command, detail)
-
-    shared: SharedChild | None = None
+    tensorflow = session.ctx.tf
 
     def on_watchdog() -> None:
-        if shared is not None:
-            shared.kill()
+        tensorflow.kill()
         session.cut_short(
             f"the whole run exceeded --timeout {settings.timeout:g} s and the validator was stuck",
             "look for a hung driver call (`nvidia-smi` hanging too?) or raise --timeout",
@@ -231,12 +219,11 @@ def execute(
             session.heartbeat(heartbeat),
         ):
             try:
-                shared = _start_tensorflow_child(command, session.ctx)
+                tensorflow.start()  # `run`: the TensorFlow import begins now, beside the host checks
                 checks = pipeline.build(command)
                 run_checks(checks, session.ctx, on_start=session.start, on_result=session.record)
             finally:
-                if shared is not None:
-                    shared.close()  # still unclaimed: an earlier layer failed, so no smoke test needs it
+                tensorflow.close()  # nothing of it is left: an unneeded child, a child an error left behind
     except Terminated as stop:
         session.cut_short(
             f"stopped by {stop} before the verdict (the pod was deleted or the run interrupted)",

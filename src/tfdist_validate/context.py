@@ -13,6 +13,7 @@ from tfdist_validate.cluster.tf_config import ClusterConfig
 from tfdist_validate.probes import Probes
 from tfdist_validate.progress import Progress
 from tfdist_validate.settings import Settings
+from tfdist_validate.tfsession import OneShotSession, TensorFlowSession
 
 
 @dataclass(frozen=True)
@@ -27,9 +28,6 @@ class Deadline:
 
     def remaining(self) -> float:
         return max(0.0, self.at - time.monotonic())
-
-    def expired(self) -> bool:
-        return time.monotonic() >= self.at
 
 
 @dataclass
@@ -49,14 +47,16 @@ class Context:
     progress: Progress = field(default_factory=Progress)
     # called before a line goes to `out`: erases the heartbeat's status line where both share a terminal
     clear_status: Callable[[], None] = lambda: None
+    # the run's TensorFlow process(es), tfsession.py; by default a one-shot session under `env`
+    tf: TensorFlowSession = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.tf is None:
+            self.tf = OneShotSession(self.env, self.out, self.clear_status)
 
     @property
     def root(self) -> Path:
         return Path(self.settings.root)
-
-    def host_path(self, path: str) -> Path:
-        """A host path such as /proc/version, read under --root."""
-        return self.root / path.lstrip("/")
 
     def section(self, name: str) -> dict[str, Any]:
         return self.facts.setdefault(name, {})

@@ -46,7 +46,7 @@ def _build(facts: TfFacts) -> str:
 
 def check_import(ctx: Context) -> Outcome:
     timeout = max(1.0, min(TF_TIMEOUT_S, ctx.deadline.remaining()))
-    facts = ctx.probes.tf_facts(ctx.env, timeout)
+    facts = ctx.tf.facts(timeout)
     host_state.put_tf(ctx, facts)
     ctx.section("tensorflow").update(facts.to_json())
     if facts.timed_out:

@@ -46,6 +46,29 @@ def group_members(pgid: int, proc_root: Path = Path("/proc")) -> list[int]:
     return members
 
 
+def describe_exit(returncode: int | None) -> str:
+    """How a child ended, in words: "exit status 3", "killed by SIGKILL"."""
+    if returncode is None:
+        return "still running after SIGKILL (stuck in the kernel or driver)"
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def read_tail(path: Path, max_bytes: int) -> str:
+    """The last `max_bytes` of a (log) file as text; "" when it cannot be read. Never the whole file: a
+    verbose TensorFlow log reaches gigabytes."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - max_bytes))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 WORKDIR_PREFIX = "tfdist-validate-smoke-"
 KEEP_WORKDIRS = 10  # the newest smoke folders kept as evidence; older ones of ours are removed
 

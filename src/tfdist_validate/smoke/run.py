@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import tfdist_validate
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
 from tfdist_validate.signals import signals_deferred
 from tfdist_validate.smoke import results as child_results
-from tfdist_validate.smoke.process import ChildProcess, new_workdir
+from tfdist_validate.smoke.process import ChildProcess, describe_exit, read_tail
 from tfdist_validate.smoke.spec import ChildSpec
+from tfdist_validate.tfsession import SmokeChild
 
 LOG_TAIL_LINES = 40
 DRY_RUN_ALLREDUCE_MIB = 8.0
@@ -45,35 +42,9 @@ class SmokeRun:
         }
 
 
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "still running after SIGKILL (stuck in the kernel or driver)"
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
-
-
 def tail_lines(path: Path, count: int) -> list[str]:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(max(0, path.stat().st_size - 64 * 1024))
-            data = handle.read()
-    except OSError:
-        return []
-    lines = data.decode("utf-8", errors="replace").splitlines()[-count:]
+    lines = read_tail(path, 64 * 1024).splitlines()[-count:]
     return [line[:_LINE_CHARS] for line in lines]
-
-
-def child_env(ctx: Context) -> dict[str, str]:
-    env = dict(ctx.env)
-    env["PYTHONUNBUFFERED"] = "1"  # Keras' epoch lines must reach the parent as they are printed
-    # The child imports this package; make that work from a source tree that was not pip-installed too.
-    package_root = str(Path(tfdist_validate.__file__).resolve().parents[1])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, env.get("PYTHONPATH")]))
-    return env
 
 
 def allreduce_mib(settings: Settings) -> float:
@@ -85,19 +56,13 @@ def allreduce_mib(settings: Settings) -> float:
 
 
 def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> SmokeRun:
-    """stage_names: the child's stages ("fit") by the name the heartbeat shows for each ("smoke.training")."""
-    # `run` started one TensorFlow process with the run (smoke/shared.py): it already imported TensorFlow and
-    # answered the TensorFlow layer, and runs the smoke test too. Otherwise (it is gone, or the facts were
-    # injected) a fresh child runs it.
-    shared = ctx.probes.tf_child
-    if shared is not None and shared.child.alive() and shared.answered and not shared.claimed:
-        log_path, results_path = shared.log_path, shared.results_path
-    else:
-        shared = None
-        log_path, results_path = new_workdir()
+    """stage_names: the child's stages ("fit") by the name the heartbeat shows for each ("smoke.training").
+
+    The run's TensorFlow session starts the child (in `run`, the process that already answered the
+    TensorFlow layer); this function relays it until the deadline, stops it and records what it left."""
     settings = ctx.settings
-    spec = ChildSpec(
-        results_path=str(results_path),
+    requested = ChildSpec(
+        results_path="",  # the session decides where its child writes
         devices=settings.devices,
         cpu_replicas=settings.cpu_replicas,
         epochs=settings.epochs,
@@ -106,43 +71,39 @@ def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> Smo
         budget_s=ctx.deadline.remaining(),
         multi_worker=ctx.cluster is not None and ctx.cluster.is_multi_worker,
     )
-    argv = [sys.executable, "-m", "tfdist_validate.smoke.child", spec.to_json()]
-    child = (
-        shared.child
-        if shared is not None
-        else ChildProcess(argv, child_env(ctx), log_path, ctx.out, before_line=ctx.clear_status)
-    )
     section = ctx.section("smoke")
-    section.update(dry_run=ctx.dry_run, requested_devices=spec.strategy_devices())
-    section["log"] = {"path": str(log_path), "tail": []}
+    section.update(dry_run=ctx.dry_run, requested_devices=requested.strategy_devices())
+    # a stop signal that lands while it starts is raised after it: the session's close() then stops it
+    started = ctx.tf.start_smoke(requested)
+    section["log"] = {"path": str(started.log_path), "tail": []}
+    section["child"] = {"pid": started.process.pid}  # named at once: a report cut short says who ran
+    results_path = started.results_path
     interrupted = False
     try:
-        if shared is not None:
-            shared.claim(spec)  # from here on, stopping it is this function's job
-        else:
-            with signals_deferred():  # no window in which a child exists that stop() would not know of
-                child.start()
-        section["child"] = {"pid": child.pid}  # named at once: a report cut short still says who ran
         ctx.progress.follow(lambda: _stage_now(results_path, stage_names or {}))
-        child.relay_until(ctx.deadline.at)
-    except (
-        BaseException
-    ) as stop:  # Terminated (SIGTERM / SIGINT / SIGHUP) from app.py: clean up below, then go on
+        started.process.relay_until(ctx.deadline.at)
+    except BaseException as stop:  # Terminated (SIGTERM / SIGINT / SIGHUP) from app.py: clean up, go on
         interrupted = not isinstance(stop, Exception)
         raise
     finally:
-        with signals_deferred():
-            child.stop()
-            run = SmokeRun(
-                results=child_results.read(results_path),
-                timed_out=child.timed_out,
-                returncode=child.returncode,
-                log_path=log_path,
-                log_tail=tail_lines(log_path, LOG_TAIL_LINES),
-                output_tail=list(child.relay.kept)[-OUTPUT_TAIL_LINES:],
-                leftover_pids=child.leftover_pids,
-            )
-            fill_section(section, run, child, spec, interrupted)
+        run = _stop_and_record(started, section, interrupted)
+    return run
+
+
+def _stop_and_record(started: SmokeChild, section: dict[str, Any], interrupted: bool) -> SmokeRun:
+    child = started.process
+    with signals_deferred():
+        child.stop()
+        run = SmokeRun(
+            results=child_results.read(started.results_path),
+            timed_out=child.timed_out,
+            returncode=child.returncode,
+            log_path=started.log_path,
+            log_tail=tail_lines(started.log_path, LOG_TAIL_LINES),
+            output_tail=list(child.relay.kept)[-OUTPUT_TAIL_LINES:],
+            leftover_pids=child.leftover_pids,
+        )
+        fill_section(section, run, child, started.spec, interrupted)
     return run
 
 

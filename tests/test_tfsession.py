@@ -1,4 +1,4 @@
-"""`run`'s one TensorFlow process (smoke/shared.py): the handshake, its failure paths, and its end."""
+"""`run`'s one TensorFlow process (tfsession.SharedSession): the handshake, its failure paths, its end."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from conftest import clean_env, run_cli
+from tfdist_validate import tfsession
 from tfdist_validate.probes import tf_facts
 from tfdist_validate.settings import Settings
-from tfdist_validate.smoke import shared as shared_module
 from tfdist_validate.smoke.process import group_members
 from tfdist_validate.smoke.run import DRY_RUN_ALLREDUCE_MIB, allreduce_mib
-from tfdist_validate.smoke.shared import SharedChild
 from tfdist_validate.smoke.spec import ChildSpec
+from tfdist_validate.tfsession import SharedSession, SmokeChild
 
 
 def _env() -> dict[str, str]:
@@ -57,19 +57,19 @@ PROTOCOL_CHILD = f"""
 
 def test_facts_then_smoke_over_one_process(tmp_path: Path) -> None:
     out = io.StringIO()
-    shared = SharedChild(_env(), out, argv=_script(tmp_path, PROTOCOL_CHILD))
+    shared = SharedSession(_env(), out, argv=_script(tmp_path, PROTOCOL_CHILD))
     shared.start()
     try:
-        facts = shared.facts({}, 30)
+        facts = shared.facts(30)
         assert (facts.imported, facts.version, facts.probe_error) == (True, "2.21.0", None)
         assert shared.answered and shared.child.alive()
-        spec = _spec(shared.results_path)
-        child = shared.claim(spec)
-        assert child is shared.child
-        assert shared.claim(spec) is None  # claimed once; a second smoke test would start its own child
-        child.relay_until(time.monotonic() + 30)
+        smoke = shared.start_smoke(_spec(Path("ignored")))
+        assert smoke.process is shared.child and shared.claimed
+        spec = smoke.spec
+        assert spec.results_path == str(shared.results_path)  # the session decides where its child writes
+        smoke.process.relay_until(time.monotonic() + 30)
     finally:
-        shared.close()  # claimed: stopping it is the smoke test's job
+        shared.close()  # claimed: stopping it is the smoke runner's job
         assert not shared.child.stopped
         shared.child.stop()
     relayed = out.getvalue().splitlines()
@@ -86,17 +86,30 @@ def test_no_answer_within_the_timeout_kills_the_group(tmp_path: Path) -> None:
         time.sleep(60)
     """
     argv = _script(tmp_path, code)
-    shared = SharedChild(_env(), io.StringIO(), argv=argv)
+    shared = SharedSession(_env(), io.StringIO(), argv=argv)
     shared.start()
     pid = shared.child.pid
     assert pid is not None
-    facts = shared.facts({}, 1)
+    facts = shared.facts(1)
     assert not facts.imported
     assert facts.probe_error == "importing TensorFlow and listing its GPUs did not finish within 1 s"
     assert facts.timed_out
     assert shared.child.stopped and shared.child.returncode == -signal.SIGKILL
     assert group_members(pid) == []  # the grandchild too
-    assert shared.claim(_spec(shared.results_path)) is None  # the smoke test starts a fresh child instead
+    assert _smoke_goes_to_the_fallback(shared)  # the smoke test starts a fresh child instead
+
+
+def _smoke_goes_to_the_fallback(shared: SharedSession) -> bool:
+    """Whether start_smoke would start a fresh child (recorded, not started: that would import TensorFlow)."""
+    asked: list[ChildSpec] = []
+
+    def fresh(spec: ChildSpec) -> SmokeChild:
+        asked.append(spec)
+        return SmokeChild(shared.child, spec, shared.log_path, shared.results_path)
+
+    shared.fallback.start_smoke = fresh  # type: ignore[method-assign]
+    shared.start_smoke(_spec(shared.results_path))
+    return len(asked) == 1 and not shared.claimed
 
 
 def test_a_child_that_ends_without_answering_is_named_with_its_log(tmp_path: Path) -> None:
@@ -105,9 +118,9 @@ def test_a_child_that_ends_without_answering_is_named_with_its_log(tmp_path: Pat
         print("ImportError: libcudart.so.12: cannot open shared object file", file=sys.stderr)
         sys.exit(5)
     """
-    shared = SharedChild(_env(), io.StringIO(), argv=_script(tmp_path, code))
+    shared = SharedSession(_env(), io.StringIO(), argv=_script(tmp_path, code))
     shared.start()
-    facts = shared.facts({}, 30)
+    facts = shared.facts(30)
     assert facts.probe_error == "the TensorFlow process ended (exit status 5) without reporting"
     assert not facts.timed_out  # it ended by itself: an import failure (20), not a deadline (50)
     assert facts.missing_libraries() == ["libcudart.so.12"]  # the log is kept as the probe's is
@@ -115,11 +128,11 @@ def test_a_child_that_ends_without_answering_is_named_with_its_log(tmp_path: Pat
 
 def test_real_tensorflow_answers_and_an_unclaimed_child_is_killed(tmp_path: Path) -> None:
     env = clean_env({"PYTHONUNBUFFERED": "1"})
-    shared = SharedChild(env, io.StringIO())
+    shared = SharedSession(env, io.StringIO())
     assert shared.child.argv[-2:] == ["--serve", str(shared.results_path)]
     shared.start()
     try:
-        facts = shared.facts({}, 240)
+        facts = shared.facts(240)
     finally:
         shared.close()
     import tensorflow as tf
@@ -131,21 +144,21 @@ def test_real_tensorflow_answers_and_an_unclaimed_child_is_killed(tmp_path: Path
 
 
 @pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[SharedChild]:
-    """Every SharedChild the run starts."""
-    seen: list[SharedChild] = []
-    original = SharedChild.start
+def started(monkeypatch: pytest.MonkeyPatch) -> list[SharedSession]:
+    """Every SharedSession the run starts."""
+    seen: list[SharedSession] = []
+    original = SharedSession.start
 
-    def start(self: SharedChild) -> None:
+    def start(self: SharedSession) -> None:
         seen.append(self)
         original(self)
 
-    monkeypatch.setattr(shared_module.SharedChild, "start", start)
+    monkeypatch.setattr(tfsession.SharedSession, "start", start)
     return seen
 
 
 def test_run_on_a_node_without_gpu_access_kills_the_child_it_started(
-    tmp_path: Path, started: list[SharedChild]
+    tmp_path: Path, started: list[SharedSession]
 ) -> None:
     # This machine has no /dev/nvidia* nodes: the runtime layer fails, before TensorFlow's layer is reached.
     report_path = tmp_path / "report.json"
@@ -160,7 +173,7 @@ def test_run_on_a_node_without_gpu_access_kills_the_child_it_started(
     assert group_members(shared.child.pid or 0) == []
 
 
-def test_check_starts_no_tensorflow_child(tmp_path: Path, started: list[SharedChild]) -> None:
+def test_check_starts_no_tensorflow_child(tmp_path: Path, started: list[SharedSession]) -> None:
     done = run_cli(["check"], {"TMPDIR": str(tmp_path)})
     assert 10 <= done.code < 20
     assert started == []
@@ -168,7 +181,7 @@ def test_check_starts_no_tensorflow_child(tmp_path: Path, started: list[SharedCh
 
 @pytest.mark.slow
 def test_run_imports_tensorflow_once(
-    tmp_path: Path, started: list[SharedChild], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, started: list[SharedSession], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The TensorFlow layer's facts and the smoke test come from the same process; no other child starts."""
     spawned: list[list[str]] = []
