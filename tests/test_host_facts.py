@@ -9,7 +9,7 @@ import pynvml
 import pytest
 
 import hosts
-from tfdist_validate.host import nvidia_smi
+from tfdist_validate.probes import nvidia_smi
 from tfdist_validate.host.cuda_compat import coverage, driver_runs_cuda
 from tfdist_validate.host.gpus import NA
 from tfdist_validate.host.runtime import cuda_mask, parse_proc_driver_version, read_runtime

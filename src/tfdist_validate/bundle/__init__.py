@@ -23,7 +23,7 @@ from typing import Any
 from tfdist_validate.bundle import collect, env_vars, offline, report_md
 from tfdist_validate.bundle.redact import Redactor
 from tfdist_validate.errors import UsageError
-from tfdist_validate.probes import Probes
+from tfdist_validate.probes import Probes, nvidia_smi
 from tfdist_validate.report.files import WriteError, shown, write_output
 
 _TOP_README = """This bundle was written by tfdist-validate bundle. REPORT.md is the summary to paste into an
@@ -99,8 +99,9 @@ def _collect(
         )
         got.add("run.txt", human)
         got.add("run-report.json", json.dumps(run, indent=2) + "\n" if run else collect.not_collected(why))
-    got.add("nvidia-smi-q.txt", collect.command_text(probes, ["nvidia-smi", "-q"]))
-    got.add("nvidia-smi-topo-m.txt", collect.command_text(probes, ["nvidia-smi", "topo", "-m"]))
+    smi = nvidia_smi.BINARY
+    got.add("nvidia-smi-q.txt", collect.command_text(probes, [smi, *nvidia_smi.FULL_REPORT_ARGS]))
+    got.add("nvidia-smi-topo-m.txt", collect.command_text(probes, [smi, *nvidia_smi.TOPOLOGY_ARGS]))
     got.add("pip-freeze.txt", collect.command_text(probes, [sys.executable, "-m", "pip", "freeze"]))
     got.add("os.txt", collect.os_text(options.root))
     if options.invalid_environment:

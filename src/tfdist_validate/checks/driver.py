@@ -6,17 +6,17 @@ lost its GPUs after a systemd reload" in a container and "look at dmesg" on a ho
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
 from typing import Any
 
 from tfdist_validate.checks import fixes, host_state
+from tfdist_validate.checks.nvml_errors import classify
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host import nvidia_smi
-from tfdist_validate.host.gpus import DriverSnapshot, Gpu, ProbeError
+from tfdist_validate.host.gpus import DriverSnapshot, Gpu
 from tfdist_validate.host.runtime import RuntimeFacts
-from tfdist_validate.probes.commands import CommandResult
+from tfdist_validate.probes import nvidia_smi
+from tfdist_validate.probes import nvml as nvml_probe
+from tfdist_validate.probes.nvidia_smi import SmiAnswer
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
 
@@ -24,68 +24,30 @@ NVML_TIMEOUT_S = 30.0
 SMI_TIMEOUT_S = 15.0
 
 
-@dataclass(frozen=True)
-class SmiAnswer:
-    snapshot: DriverSnapshot | None  # parsed facts, when nvidia-smi answered
-    error: ProbeError | None  # its message, when it ran and failed
-    ran: bool  # False: not installed here
-
-
-def _nvml(ctx: Context) -> DriverSnapshot | None:
-    """The NVML probe under a deadline; None if it hung (a C call cannot be interrupted, only abandoned)."""
-    box: list[DriverSnapshot] = []
-    worker = threading.Thread(target=lambda: box.append(ctx.probes.nvml()), daemon=True, name="nvml-probe")
-    worker.start()
-    worker.join(min(NVML_TIMEOUT_S, max(1.0, ctx.deadline.remaining())))
-    return box[0] if box else None
-
-
 def _smi_binary(facts: RuntimeFacts | None) -> str:
     # WSL puts nvidia-smi in /usr/lib/wsl/lib, usually not on PATH; elsewhere PATH finds it (or nothing does)
     if facts and facts.wsl and facts.wsl.nvidia_smi:
         return facts.wsl.nvidia_smi
-    return "nvidia-smi"
+    return nvidia_smi.BINARY
 
 
 def _nvidia_smi(ctx: Context, facts: RuntimeFacts | None) -> SmiAnswer:
-    binary = _smi_binary(facts)
-    fields: tuple[str, ...] = nvidia_smi.QUERY_FIELDS
     timeout = min(SMI_TIMEOUT_S, max(1.0, ctx.deadline.remaining()))
-    result = ctx.probes.run_command(nvidia_smi.query_argv(binary, fields), timeout)
-    if not result.ok and "not a valid field" in result.stdout + result.stderr:
-        fields = tuple(f for f in fields if f != "compute_cap")  # drivers older than ~510
-        result = ctx.probes.run_command(nvidia_smi.query_argv(binary, fields), timeout)
-    return _parse_smi(result, fields)
-
-
-def _parse_smi(result: CommandResult, fields: tuple[str, ...]) -> SmiAnswer:
-    if result.returncode is None and not (result.stdout or result.stderr):
-        return SmiAnswer(None, None, ran=False)  # not installed, or killed at the deadline with no output
-    if result.ok:
-        try:
-            return SmiAnswer(nvidia_smi.snapshot_from_query(result.stdout, fields), None, ran=True)
-        except ValueError as err:
-            return SmiAnswer(None, ProbeError("unparsed", str(err), "nvidia-smi"), ran=True)
-    return SmiAnswer(None, nvidia_smi.classify_error(result.stdout + "\n" + result.stderr), ran=True)
+    return nvidia_smi.query(ctx.probes.run_command, _smi_binary(facts), timeout)
 
 
 def check_driver(ctx: Context) -> Outcome:
     if ctx.dry_run:
         return skipped(host_state.DRY_RUN)
     facts = host_state.runtime(ctx)
-    nvml = _nvml(ctx)
+    nvml = nvml_probe.within(ctx.probes.nvml, min(NVML_TIMEOUT_S, max(1.0, ctx.deadline.remaining())))
     smi = _nvidia_smi(ctx, facts)
     details: dict[str, Any] = {
         "nvml_error": nvml.error.to_json() if nvml and nvml.error else None,
-        "nvidia_smi": _smi_json(smi),
+        "nvidia_smi": smi.to_json(),
     }
     if nvml is None:
-        ctx.section("host")["driver"] = {
-            "source": "nvml",
-            "version": None,
-            "cuda_version": None,
-            "error": None,
-        }
+        _record(ctx, DriverSnapshot("nvml", None), smi)
         return failed(
             ExitCode.TIMEOUT,
             f"NVML did not answer within {NVML_TIMEOUT_S:g} s: the driver is hung",
@@ -137,18 +99,11 @@ def _nvml_not_injected(nvml: DriverSnapshot, facts: RuntimeFacts | None) -> bool
     )
 
 
-def _smi_json(smi: SmiAnswer) -> dict[str, Any]:
-    return {
-        "ran": smi.ran,
-        "error": smi.error.to_json() if smi.error else None,
-        "gpus": len(smi.snapshot.gpus) if smi.snapshot else None,
-        "driver_version": smi.snapshot.driver_version if smi.snapshot else None,
-    }
-
-
 def _record(ctx: Context, snapshot: DriverSnapshot, smi: SmiAnswer) -> None:
+    """The report's `host.driver` and `host.gpus`, in one shape whatever happened (the one place they are
+    written)."""
     host = ctx.section("host")
-    host["driver"] = snapshot.to_json() | {"nvidia_smi": _smi_json(smi)}
+    host["driver"] = snapshot.to_json() | {"nvidia_smi": smi.to_json()}
     host["gpus"] = [gpu.to_json() for gpu in snapshot.gpus]
 
 
@@ -207,73 +162,9 @@ def _record_failure(
     kind = error.kind
     if kind in ("nvml_error", "binding_missing") and smi.error is not None:
         kind = smi.error.kind
-    ctx.section("host")["driver"] = nvml.to_json() | {"nvidia_smi": _smi_json(smi)}
+    _record(ctx, nvml, smi)
     code, summary, hint = classify(kind, error.message, facts)
     return failed(code, summary, hint, details)
-
-
-def classify(kind: str, message: str, facts: RuntimeFacts | None) -> tuple[ExitCode, str, str]:
-    """(exit code, summary, fix) for an NVML error of `kind` on this kind of host."""
-    container = facts is not None and facts.in_container
-    wsl2 = facts is not None and facts.wsl2 and not container
-    nvml = f"NVML: {message}"
-    if wsl2 and kind in ("library_not_found", "driver_not_loaded", "unknown"):
-        return ExitCode.WSL2_PASSTHROUGH, f"{nvml}: WSL2's GPU passthrough does not work", fixes.WSL
-    if kind == "library_not_found":
-        if container:
-            return (
-                ExitCode.CONTAINER_NO_GPU,
-                f"{nvml}: libnvidia-ml.so.1 was not injected into this container",
-                fixes.container(facts) + fixes.driver_capabilities_note(facts) if facts else fixes.DOCKER,
-            )
-        return (
-            ExitCode.NO_DRIVER,
-            f"{nvml}: the driver's user-space library libnvidia-ml.so.1 is not installed",
-            "reinstall the NVIDIA driver package that matches the loaded kernel module; " + fixes.HOST_DRIVER,
-        )
-    if kind == "driver_not_loaded":
-        where = "on the host (containers share its kernel driver): " if container else ""
-        return (
-            ExitCode.NO_DRIVER,
-            f"{nvml}: the NVIDIA kernel module is not loaded",
-            where + fixes.HOST_DRIVER,
-        )
-    if kind == "no_permission":
-        if container:
-            return (
-                ExitCode.CONTAINER_NO_GPU,
-                f"{nvml}: this container may not open the GPU device nodes",
-                "let the NVIDIA runtime grant the devices (`--gpus all`, CDI, or the Kubernetes device"
-                " plugin) instead of bind-mounting /dev/nvidia*",
-            )
-        return (
-            ExitCode.NO_DRIVER,
-            f"{nvml}: this user may not open /dev/nvidia*",
-            "run as a user with access to /dev/nvidia* (the driver's default mode is 0666; check the"
-            " NVreg_DeviceFileMode/NVreg_DeviceFileGID module options and the video group)",
-        )
-    if kind == "unknown" and container:
-        return (
-            ExitCode.CONTAINER_NO_GPU,
-            f"{nvml}: the container lost access to its GPUs (typically after `systemctl daemon-reload` on the"
-            " host; NVIDIA/nvidia-container-toolkit#48)",
-            "recreate the container or pod; to stop it recurring, run `sudo nvidia-ctk system"
-            " create-dev-char-symlinks --create-all` on the host (see the toolkit's troubleshooting page) or"
-            " use the cgroupfs cgroup driver",
-        )
-    if kind == "version_mismatch":
-        where = "the host's" if container else "the"
-        return (
-            ExitCode.NO_DRIVER,
-            f"{nvml}: {where} NVIDIA kernel module and user-space libraries are different versions",
-            "the driver was upgraded without a reboot: reboot (or unload and reload the nvidia kernel"
-            " modules)",
-        )
-    return (
-        ExitCode.NO_DRIVER,
-        nvml,
-        "run `nvidia-smi` and `sudo dmesg | grep -i -e nvrm -e xid`; a reboot clears most driver faults",
-    )
 
 
 CHECKS = (Check("driver.nvml", Layer.DRIVER, check_driver, requires=("runtime.gpu_access",)),)

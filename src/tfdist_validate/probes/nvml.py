@@ -1,8 +1,9 @@
 """The one module that talks to NVML (through pynvml, imported lazily; STYLE.md practice 3).
 
 `collect()` opens one NVML session (nvmlInit ... nvmlShutdown), reads every fact the driver and health layers
-need, and returns a plain `DriverSnapshot`. Nothing here raises for an NVML error: a failed init becomes
-`snapshot.error`, a lost GPU becomes `gpu.error`, and a query an old driver does not know becomes "n/a".
+need, and returns a plain `DriverSnapshot`; `within()` runs it under a deadline (the one place that does).
+Nothing here raises for an NVML error: a failed init becomes `snapshot.error`, a lost GPU becomes `gpu.error`,
+and a query an old driver does not know becomes "n/a".
 
 `lib` is the pynvml module; tests pass a stand-in object with the same functions and pynvml's own exception
 classes, built from recorded nvidia-smi outputs, instead of patching pynvml process-wide.
@@ -11,6 +12,7 @@ classes, built from recorded nvidia-smi outputs, instead of patching pynvml proc
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -76,6 +78,26 @@ def collect(lib: Any = None) -> DriverSnapshot:
     finally:
         with contextlib.suppress(lib.NVMLError):  # nothing to release if the session already broke
             lib.nvmlShutdown()
+
+
+def within(probe: NvmlProbe, timeout_s: float) -> DriverSnapshot | None:
+    """Run the NVML probe under a deadline; None if it did not answer in time (a driver call that hangs in C
+    cannot be interrupted, only abandoned: the thread is a daemon). A probe that raised is a fact about the
+    driver or the binding, never reported as a hang."""
+    box: list[DriverSnapshot] = []
+
+    def ask() -> None:
+        try:
+            box.append(probe())
+        except Exception as err:  # pynvml raises plain Exceptions too (NVMLLibraryMismatchError)
+            box.append(
+                DriverSnapshot("nvml", ProbeError("probe_crashed", f"{type(err).__name__}: {err}", "nvml"))
+            )
+
+    worker = threading.Thread(target=ask, daemon=True, name="nvml-probe")
+    worker.start()
+    worker.join(timeout_s)
+    return box[0] if box else None
 
 
 def _error(err: Any) -> ProbeError:

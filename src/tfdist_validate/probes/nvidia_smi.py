@@ -1,4 +1,5 @@
-"""nvidia-smi as the fallback and cross-check of NVML: the query we run, its parser, and its error messages.
+"""The one home of nvidia-smi: the fallback and cross-check of NVML (the query we run, with its retry for old
+drivers, its parser and its error messages) and the outputs a bug report attaches (`-q`, `topo -m`).
 
 Formats are the real ones recorded in tests/fixtures/real/ (`--format=csv,noheader,nounits`: one line per GPU,
 ", "-separated, unsupported values as `[N/A]`, `N/A` or `[Not Supported]`).
@@ -9,8 +10,16 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from tfdist_validate.host.gpus import NA, DriverSnapshot, Gpu, ProbeError
+from tfdist_validate.probes.commands import CommandResult, CommandRunner
+
+BINARY = "nvidia-smi"
+# What a bug report attaches: the full per-GPU report and the interconnect matrix.
+FULL_REPORT_ARGS = ("-q",)
+TOPOLOGY_ARGS = ("topo", "-m")
 
 QUERY_FIELDS = (
     "index",
@@ -29,6 +38,43 @@ _UNSUPPORTED = {"[N/A]", "N/A", "[Not Supported]", "[Requested functionality has
 
 def query_argv(binary: str, fields: Sequence[str] = QUERY_FIELDS) -> list[str]:
     return [binary, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+
+
+@dataclass(frozen=True)
+class SmiAnswer:
+    snapshot: DriverSnapshot | None  # parsed facts, when nvidia-smi answered
+    error: ProbeError | None  # its message, when it ran and failed
+    ran: bool  # False: not installed here
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ran": self.ran,
+            "error": self.error.to_json() if self.error else None,
+            "gpus": len(self.snapshot.gpus) if self.snapshot else None,
+            "driver_version": self.snapshot.driver_version if self.snapshot else None,
+        }
+
+
+def query(run: CommandRunner, binary: str, timeout_s: float) -> SmiAnswer:
+    """`nvidia-smi --query-gpu=...`, asked again without `compute_cap` where the driver (before ~510) does
+    not know that field."""
+    fields: tuple[str, ...] = QUERY_FIELDS
+    result = run(query_argv(binary, fields), timeout_s)
+    if not result.ok and "not a valid field" in result.stdout + result.stderr:
+        fields = tuple(f for f in fields if f != "compute_cap")
+        result = run(query_argv(binary, fields), timeout_s)
+    return _answer(result, fields)
+
+
+def _answer(result: CommandResult, fields: tuple[str, ...]) -> SmiAnswer:
+    if result.returncode is None and not (result.stdout or result.stderr):
+        return SmiAnswer(None, None, ran=False)  # not installed, or killed at the deadline with no output
+    if result.ok:
+        try:
+            return SmiAnswer(snapshot_from_query(result.stdout, fields), None, ran=True)
+        except ValueError as err:
+            return SmiAnswer(None, ProbeError("unparsed", str(err), "nvidia-smi"), ran=True)
+    return SmiAnswer(None, classify_error(result.stdout + "\n" + result.stderr), ran=True)
 
 
 def parse_query(text: str, fields: Sequence[str]) -> list[dict[str, str | None]]:
