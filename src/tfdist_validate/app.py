@@ -151,7 +151,7 @@ class Session:
             duration_s=time.monotonic() - self.t0,
             results=self.results,
             verdict=verdict,
-            facts=self.ctx.facts,
+            facts=self.ctx.sections,
         )
         self._write_reports(report, verdict)
         self.human.verdict(verdict, self.settings.json)

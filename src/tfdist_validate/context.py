@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tfdist_validate.cluster.tf_config import ClusterConfig
+from tfdist_validate.facts import Facts
 from tfdist_validate.probes import Probes
 from tfdist_validate.progress import Progress
 from tfdist_validate.settings import Settings
@@ -37,8 +38,10 @@ class Context:
     env: Mapping[str, str]
     deadline: Deadline
     probes: Probes = field(default_factory=Probes)
+    # what the layers learned, typed (facts.py): each layer fills its part, later layers read it
+    facts: Facts = field(default_factory=Facts)
     # the report's sections that checks fill in as they learn things: "host", "tensorflow", "smoke", ...
-    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sections: dict[str, dict[str, Any]] = field(default_factory=dict)
     # the multi-worker cluster TF_CONFIG names; None for single-host validation
     cluster: ClusterConfig | None = None
     # where the reference document's lines (visible_gpus=, Epoch ...) go; stderr when the JSON is on stdout
@@ -59,7 +62,7 @@ class Context:
         return Path(self.settings.root)
 
     def section(self, name: str) -> dict[str, Any]:
-        return self.facts.setdefault(name, {})
+        return self.sections.setdefault(name, {})
 
     @property
     def dry_run(self) -> bool:

@@ -11,6 +11,8 @@ from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import CheckResult, Layer, Outcome, Status
 
+DRY_RUN = "the GPU layers are not checked in a --cpu-replicas dry run"
+
 
 @dataclass(frozen=True)
 class Check:
@@ -19,6 +21,8 @@ class Check:
     run: Callable[[Context], Outcome]
     # ids of earlier checks that must not have failed, crashed or been blocked
     requires: tuple[str, ...] = ()
+    # about the GPUs only: a --cpu-replicas dry run skips it, and says so
+    gpu_only: bool = False
 
 
 def validate_pipeline(checks: Sequence[Check]) -> None:
@@ -76,6 +80,8 @@ def run_checks(
                 0.0,
             )
             result = replace(result, blocked_by=blocker.id)
+        elif check.gpu_only and ctx.dry_run:
+            result = CheckResult.from_outcome(check.id, check.layer, Outcome(Status.SKIP, DRY_RUN), 0.0)
         else:
             on_start(check)
             result = run_check(check, ctx, clock)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from tfdist_validate.checks import host_state
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer, Outcome, failed, passed, warned
@@ -25,7 +24,7 @@ def canonical(name: str) -> str:
 
 
 def check_count(ctx: Context) -> Outcome:
-    facts = host_state.tf(ctx)
+    facts = ctx.facts.tensorflow
     tf_gpus = list(facts.gpus) if facts else []
     ctx.clear_status()
     print(f"visible_gpus={len(tf_gpus)}", file=ctx.out, flush=True)

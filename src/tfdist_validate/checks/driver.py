@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfdist_validate.checks import fixes, host_state
+from tfdist_validate.checks import fixes
 from tfdist_validate.checks.nvml_errors import classify
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
@@ -17,7 +17,7 @@ from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes import nvidia_smi
 from tfdist_validate.probes import nvml as nvml_probe
 from tfdist_validate.probes.nvidia_smi import SmiAnswer
-from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
+from tfdist_validate.result import Layer, Outcome, failed, passed, warned
 from tfdist_validate.runner import Check
 
 NVML_TIMEOUT_S = 30.0
@@ -37,9 +37,7 @@ def _nvidia_smi(ctx: Context, facts: RuntimeFacts | None) -> SmiAnswer:
 
 
 def check_driver(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
-    facts = host_state.runtime(ctx)
+    facts = ctx.facts.runtime
     nvml = nvml_probe.within(ctx.probes.nvml, min(NVML_TIMEOUT_S, max(1.0, ctx.deadline.remaining())))
     smi = _nvidia_smi(ctx, facts)
     details: dict[str, Any] = {
@@ -63,7 +61,7 @@ def check_driver(ctx: Context) -> Outcome:
             notes.append(f"pynvml: {nvml.error.message}; the facts below come from nvidia-smi")
         elif _nvml_not_injected(nvml, facts):
             # CUDA can still work: libcuda is here, only NVML (the `utility` capability) is missing
-            host_state.put_driver(ctx, nvml)
+            ctx.facts.driver = nvml
             _record(ctx, nvml, smi)
             return warned(
                 f"NVML: {nvml.error.message}: libnvidia-ml.so.1 was not injected, but libcuda.so.1 was;"
@@ -74,7 +72,7 @@ def check_driver(ctx: Context) -> Outcome:
             )
         else:
             return _record_failure(ctx, nvml, smi, facts, details)
-    host_state.put_driver(ctx, snapshot)
+    ctx.facts.driver = snapshot
     _record(ctx, snapshot, smi)
     if not snapshot.gpus:
         code = ExitCode.CONTAINER_NO_GPU if facts and facts.in_container else ExitCode.NO_DRIVER
@@ -167,4 +165,4 @@ def _record_failure(
     return failed(code, summary, hint, details)
 
 
-CHECKS = (Check("driver.nvml", Layer.DRIVER, check_driver, requires=("runtime.gpu_access",)),)
+CHECKS = (Check("driver.nvml", Layer.DRIVER, check_driver, requires=("runtime.gpu_access",), gpu_only=True),)

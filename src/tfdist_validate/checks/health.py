@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfdist_validate.checks import host_state
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import Gpu
@@ -65,9 +64,7 @@ def problems(gpu: Gpu) -> tuple[list[str], list[str]]:
 
 
 def check_health(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
-    snapshot = host_state.driver(ctx)
+    snapshot = ctx.facts.driver
     if snapshot is None or not snapshot.gpus:
         return skipped("no GPU facts from NVML to judge health by")
     found: list[str] = []
@@ -86,4 +83,4 @@ def check_health(ctx: Context) -> Outcome:
     return warned(summary, "; ".join(hints), details)
 
 
-CHECKS = (Check("health.gpus", Layer.HEALTH, check_health, requires=("driver.nvml",)),)
+CHECKS = (Check("health.gpus", Layer.HEALTH, check_health, requires=("driver.nvml",), gpu_only=True),)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfdist_validate.checks import fixes, host_state
+from tfdist_validate.checks import fixes
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.runtime import RuntimeFacts, read_runtime
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
-from tfdist_validate.runner import Check
+from tfdist_validate.runner import DRY_RUN, Check
 
 _KIND_LABEL = {
     "host": "bare host or VM",
@@ -76,7 +76,7 @@ def _report(facts: RuntimeFacts) -> dict[str, Any]:
 
 def check_environment(ctx: Context) -> Outcome:
     facts = read_runtime(ctx.root, ctx.env)
-    host_state.put_runtime(ctx, facts)
+    ctx.facts.runtime = facts
     ctx.section("host").update(_report(facts))
     parts = [label(facts)]
     if facts.kernel_driver_version:
@@ -97,11 +97,9 @@ def check_environment(ctx: Context) -> Outcome:
 
 
 def check_gpu_access(ctx: Context) -> Outcome:
-    facts = host_state.runtime(ctx)
-    if facts is None:
-        raise RuntimeError("runtime.environment did not record its facts")
+    facts = ctx.facts.need_runtime()
     if ctx.dry_run:
-        return skipped(f"{host_state.DRY_RUN}; this is a {label(facts)}")
+        return skipped(f"{DRY_RUN}; this is a {label(facts)}")
     if facts.in_container:
         return _container(facts)
     if facts.wsl:

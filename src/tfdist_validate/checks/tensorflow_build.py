@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 
-from tfdist_validate.checks import host_state
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.cuda_compat import (
@@ -21,7 +20,7 @@ from tfdist_validate.host.cuda_compat import (
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes.tf_facts import TfFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
-from tfdist_validate.runner import Check
+from tfdist_validate.runner import DRY_RUN, Check
 
 TF_TIMEOUT_S = 300.0  # a cold import on a loaded node takes tens of seconds; a hang takes forever
 _CUDA_LOG = re.compile(
@@ -30,10 +29,7 @@ _CUDA_LOG = re.compile(
 
 
 def _tf(ctx: Context) -> TfFacts:
-    facts = host_state.tf(ctx)
-    if facts is None:
-        raise RuntimeError("tensorflow.import did not record TensorFlow's facts")
-    return facts
+    return ctx.facts.need_tensorflow()
 
 
 def _build(facts: TfFacts) -> str:
@@ -47,7 +43,7 @@ def _build(facts: TfFacts) -> str:
 def check_import(ctx: Context) -> Outcome:
     timeout = max(1.0, min(TF_TIMEOUT_S, ctx.deadline.remaining()))
     facts = ctx.tf.facts(timeout)
-    host_state.put_tf(ctx, facts)
+    ctx.facts.tensorflow = facts
     ctx.section("tensorflow").update(facts.to_json())
     if facts.timed_out:
         # A deadline cut the stage short: the contract's TIMEOUT, whichever stage it hit (import included).
@@ -83,7 +79,7 @@ def check_import(ctx: Context) -> Outcome:
 def check_cuda_build(ctx: Context) -> Outcome:
     facts = _tf(ctx)
     if ctx.dry_run:
-        return skipped(f"{host_state.DRY_RUN}; TensorFlow {facts.version}: {_build(facts)}")
+        return skipped(f"{DRY_RUN}; TensorFlow {facts.version}: {_build(facts)}")
     if not facts.built_with_cuda:
         return failed(
             ExitCode.TF_NOT_CUDA_BUILD,
@@ -95,11 +91,9 @@ def check_cuda_build(ctx: Context) -> Outcome:
 
 
 def check_driver_compat(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
     facts = _tf(ctx)
-    snapshot = host_state.driver(ctx)
-    runtime = host_state.runtime(ctx)
+    snapshot = ctx.facts.driver
+    runtime = ctx.facts.runtime
     build_cuda = facts.cuda_version
     if snapshot is None or not snapshot.cuda_version or not build_cuda:
         return warned(
@@ -139,7 +133,7 @@ def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
 
 def _gpu_capabilities(ctx: Context, facts: TfFacts) -> list[tuple[int, str, tuple[int, int]]]:
     """(index, name, compute capability) of each GPU, from NVML, else from TensorFlow's device details."""
-    snapshot = host_state.driver(ctx)
+    snapshot = ctx.facts.driver
     gpus = [(g.index, g.name or "GPU", g.cc_tuple) for g in (snapshot.gpus if snapshot else ()) if g.cc_tuple]
     if not gpus:  # no NVML: TensorFlow's own device details carry the capability
         for position, detail in enumerate(facts.gpu_details):
@@ -151,7 +145,7 @@ def _gpu_capabilities(ctx: Context, facts: TfFacts) -> list[tuple[int, str, tupl
 
 def jit_capabilities(ctx: Context) -> list[str]:
     """The compute capabilities ("9.0") this build reaches only through PTX: a first start JIT-compiles."""
-    facts = host_state.tf(ctx)
+    facts = ctx.facts.tensorflow
     if facts is None or ctx.dry_run or not facts.capabilities:
         return []
     found = [
@@ -161,8 +155,6 @@ def jit_capabilities(ctx: Context) -> list[str]:
 
 
 def check_compute_capability(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
     facts = _tf(ctx)
     gpus = _gpu_capabilities(ctx, facts)
     build = facts.capabilities
@@ -191,11 +183,9 @@ def check_compute_capability(ctx: Context) -> Outcome:
 
 
 def check_gpus_visible(ctx: Context) -> Outcome:
-    if ctx.dry_run:
-        return skipped(host_state.DRY_RUN)
     facts = _tf(ctx)
-    snapshot = host_state.driver(ctx)
-    runtime = host_state.runtime(ctx)
+    snapshot = ctx.facts.driver
+    runtime = ctx.facts.runtime
     driver_count = len([g for g in snapshot.gpus if not g.error]) if snapshot and snapshot.gpus else 0
     if not driver_count and runtime:
         driver_count = len(runtime.gpu_nodes) or int(bool(runtime.wsl and runtime.wsl.dxg))
@@ -248,12 +238,13 @@ CHECKS = (
         _IMPORT, Layer.TENSORFLOW, check_import, requires=("runtime.gpu_access", "driver.nvml", "health.gpus")
     ),
     Check(_BUILD, Layer.TENSORFLOW, check_cuda_build, requires=(_IMPORT,)),
-    Check("tensorflow.driver_compat", Layer.TENSORFLOW, check_driver_compat, requires=(_BUILD,)),
-    Check("tensorflow.compute_cap", Layer.TENSORFLOW, check_compute_capability, requires=(_BUILD,)),
+    Check("tensorflow.driver_compat", Layer.TENSORFLOW, check_driver_compat, (_BUILD,), gpu_only=True),
+    Check("tensorflow.compute_cap", Layer.TENSORFLOW, check_compute_capability, (_BUILD,), gpu_only=True),
     Check(
         "tensorflow.gpus_visible",
         Layer.TENSORFLOW,
         check_gpus_visible,
         requires=(_BUILD, "tensorflow.driver_compat", "tensorflow.compute_cap"),
+        gpu_only=True,
     ),
 )
