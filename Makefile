@@ -44,7 +44,7 @@ format: $(STAMP) ## rewrite the code with ruff's formatter and fixes
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
 
-bench: $(STAMP) ## time `run --cpu-replicas 2` against the reference smoke test (RUNS=5 paired runs)
+bench: $(STAMP) ## diagnose scan of a 100 MB log vs line iteration, then `run --cpu-replicas 2` vs the reference (RUNS=5)
 	$(BIN)/python benchmarks/bench.py --runs $(or $(RUNS),5)
 
 clean: ## remove the venv and caches
