@@ -45,7 +45,7 @@ format: $(STAMP) ## rewrite the code with ruff's formatter and fixes
 	$(BIN)/ruff format src tests benchmarks
 	$(BIN)/ruff check --fix src tests benchmarks
 
-bench: $(STAMP) ## time `run --cpu-replicas 2` and two loopback workers against the reference (RUNS=5 runs each)
+bench: $(STAMP) ## diagnose scan of a 100 MB log; run --cpu-replicas 2 and two loopback workers vs the reference
 	$(BIN)/python benchmarks/bench.py --runs $(or $(RUNS),5)
 
 clean: ## remove the venv and caches

@@ -10,7 +10,10 @@ by moving its work into a child process.
 CPU time (user + system of the whole tree) is printed too: on a machine shared with other jobs it varies
 less than wall time, and it shows whether a gain is less work or only more overlap.
 
-Usage: python benchmarks/bench.py [--runs N]   (make bench)
+Then (or only, with --diagnose-only) the `diagnose` scan of a big training log against plain line iteration
+(benchmarks/diagnose_scan.py).
+
+Usage: python benchmarks/bench.py [--runs N] [--diagnose-mb MB] [--diagnose-only]   (make bench)
 """
 
 from __future__ import annotations
@@ -163,9 +166,18 @@ def compile_package() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="paired runs (default 5)")
+    parser.add_argument("--diagnose-mb", type=int, default=100, help="size of the diagnose scan log (MB)")
+    parser.add_argument("--diagnose-only", action="store_true", help="only the diagnose scan case")
     args = parser.parse_args()
-    if args.runs < 1:
-        parser.error("--runs must be at least 1")
+    if args.runs < 1 or args.diagnose_mb < 1:
+        parser.error("--runs and --diagnose-mb must be at least 1")
+    print(f"machine: {machine()}")
+    sys.path.insert(0, str(HERE))
+    import diagnose_scan
+
+    diagnose_ok = diagnose_scan.run(args.diagnose_mb, min(args.runs, 3))
+    if args.diagnose_only:
+        return 0 if diagnose_ok else 1
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TFDIST_")}
     env.update(NO_COLOR="1", TFDIST_TERMINATION_LOG="/dev/null")
@@ -192,7 +204,6 @@ def main() -> int:
         ),
     ]
     commands = dict(command for pair in pairs for command in pair)
-    print(f"machine: {machine()}")
     print(
         f"method: {args.runs} runs of each command, the four one after the other; peak RSS and CPU time of"
         f" the whole process tree (both workers' trees for a cluster); tfdist_validate: {compile_package()}"
@@ -218,7 +229,7 @@ def main() -> int:
             f"warning: {len(failed_runs)} run(s) exited non-zero; the figures above are not a healthy verdict"
         )
         return 1
-    return 0
+    return 0 if diagnose_ok else 1
 
 
 def print_ratios(name: str, ours: list[Sample], ref: list[Sample], targets: bool) -> None:

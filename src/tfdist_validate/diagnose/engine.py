@@ -1,9 +1,10 @@
 """Match a log against the signature table, line by line, in bounded memory.
 
-One pass: every line is tested against every signature's patterns (a literal prefilter first, so most lines
-cost a few substring tests) and against the evidence patterns that say where the log came from. Only the
-first few lines of each finding are kept, so a gigabyte of log costs time, not memory. Context-dependent
-codes are resolved at the end, when all the evidence is in.
+One pass over blocks of the file: scan.py finds the lines that hold one of the patterns' literal needles (most
+lines of a training log hold none and are never decoded), and only those are tested against every signature,
+against the evidence patterns that say where the log came from, and against the lines that give TensorFlow's
+version away. Only the first few lines of each finding are kept, so a gigabyte of log costs time, not memory.
+Context- and version-dependent codes are resolved at the end, when all the evidence is in.
 """
 
 from __future__ import annotations
@@ -14,17 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from tfdist_validate.diagnose.reader import numbered_lines
-from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Pattern, Signature, Table, load
+from tfdist_validate.diagnose.reader import CHUNK, blocks
+from tfdist_validate.diagnose.scan import NeedleScanner
+from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Signature, Table, Version, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Layer
 
 MAX_LINES_KEPT = 3  # example lines kept per finding
-MAX_MATCH_CHARS = 64 * 1024  # the reader's chunk: longer lines arrive as several chunks
-GATE_MIN_NEEDLE = 4  # shorter literals occur in almost every line: no use as a prefilter
+MAX_MATCH_CHARS = CHUNK  # longer lines are matched as several pieces with the same number
+THEN_LOOKAHEAD = 3  # a `then` pattern must match within this many non-blank lines after its first line
 MAX_SHOWN_CHARS = 240
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The timestamp TensorFlow / absl put first on each line: lines differing only by it match the same entries,
+# so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
+_STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
+MAX_CACHED = 4096
 
 # Which layer each code belongs to, so "most fundamental" means what it means for `run` (verdict.py).
 _LAYER: dict[ExitCode, int] = {
@@ -96,6 +102,8 @@ class Diagnosis:
     findings: list[Finding]  # failures (most fundamental first), then warnings, then harmless lines
     evidence: dict[str, list[Line]]  # context -> the lines that showed it
     lines_read: int
+    tf_version: str | None = None  # "major.minor" when the log says which TensorFlow it ran
+    tf_version_line: Line | None = None
 
     @property
     def failures(self) -> list[Finding]:
@@ -120,6 +128,7 @@ class Diagnosis:
             "code": int(self.code),
             "name": self.code.name,
             "lines_read": self.lines_read,
+            "tensorflow_version": self.tf_version,
             "context": {ctx: [line.to_json() for line in lines] for ctx, lines in self.evidence.items()},
             "failures": [f.to_json() for f in self.failures],
             "warnings": [f.to_json() for f in self.warnings],
@@ -136,75 +145,6 @@ class _Hits:
         self.count += 1
         if len(self.lines) < MAX_LINES_KEPT:
             self.lines.append(line)
-
-
-_WORD = re.compile(r"\w+")
-# Words too common in ordinary TensorFlow / Python logs to be worth anything as a gate.
-_COMMON_WORDS = frozenset(
-    [
-        "tensorflow",
-        "cuda",
-        "device",
-        "devices",
-        "driver",
-        "drivers",
-        "error",
-        "errors",
-        "failed",
-        "warning",
-        "kernel",
-        "module",
-        "runtime",
-        "platform",
-        "packages",
-        "python",
-        "library",
-        "libraries",
-        "memory",
-        "found",
-        "because",
-        "available",
-        "running",
-        "create",
-        "created",
-        "image",
-        "range",
-        "results",
-        "common",
-        "default",
-        "training",
-        "engine",
-        "local",
-        "files",
-        "install",
-        "version",
-        "versions",
-        "compute",
-        "operations",
-        "dynamic",
-        "initialize",
-    ]
-)
-_MIN_ANCHOR = 5
-
-
-def anchor_word(needle: str) -> str | None:
-    """The longest whole word inside `needle` (a word with a non-word character on both sides within the
-    needle, so it is a complete word wherever the needle occurs), ignoring very common words; a long
-    identifier that is the whole needle counts too (error names are never part of longer words)."""
-    if _WORD.fullmatch(needle) and len(needle) >= 2 * _MIN_ANCHOR:
-        return needle  # an identifier such as ncclsystemerror or cuda_error_no_device: always a token
-    best = None
-    for match in _WORD.finditer(needle):
-        start, end = match.span()
-        if start == 0 or end == len(needle):  # may be part of a longer word in the line
-            continue
-        word = match.group()
-        if word in _COMMON_WORDS or len(word) < _MIN_ANCHOR:
-            continue
-        if best is None or len(word) > len(best):
-            best = word
-    return best
 
 
 def clean(text: str) -> str:
@@ -239,51 +179,75 @@ _GPU_CODES = frozenset(
 )
 
 
+@dataclass
+class _Pending:
+    """A first line was seen whose signature or version entry wants its `then` on a following line."""
+
+    item: Signature | Version
+    first: Line
+    left: int = THEN_LOOKAHEAD
+
+
 class Matcher:
-    """Feed lines with `feed`; `result()` resolves the codes once every line has been seen."""
+    """Feed a stream with `feed_stream` (or lines with `feed`); `result()` resolves the codes at the end."""
 
     def __init__(self, table: Table | None = None) -> None:
         self.table = table or load()
         self.dry_run: Line | None = None
         self.hits: dict[str, _Hits] = {}
         self.evidence: dict[str, list[Line]] = {}
+        self.tf_version: tuple[int, int] | None = None
+        self.tf_version_line: Line | None = None
         self.lines_read = 0
-        # The gate: most log lines contain none of the literals any pattern needs, and then only the
-        # few patterns without a usable literal run. A set of whole words is tested with one C-level
-        # tokenisation (a regex alternation of ~200 literals costs ten times more per line).
-        items = self.table.signatures + self.table.evidence
-        anchors: set[str] = set()
-        substrings: set[str] = set()
-        always: list[tuple[Signature | Evidence, tuple[Pattern, ...]]] = []
-        for item in items:
-            unanchored = []
-            for pattern in item.patterns:
-                if len(pattern.needle) < GATE_MIN_NEEDLE:
-                    unanchored.append(pattern)
-                    continue
-                word = anchor_word(pattern.needle)
-                if word:
-                    anchors.add(word)
-                else:
-                    substrings.add(pattern.needle)
-            if unanchored:
-                always.append((item, tuple(unanchored)))
-        self._anchors = frozenset(anchors)
-        self._substrings = tuple(sorted(substrings))
-        self._always = always
-        self._all: list[tuple[Signature | Evidence, tuple[Pattern, ...]]] = [
-            (item, item.patterns) for item in items
+        self._pending: list[_Pending] = []
+        # rest of a line after its timestamp -> (entry, where its match starts in that rest, version or None)
+        self._cache: dict[str, list[tuple[Signature | Evidence | Version, int, tuple[int, int] | None]]] = {}
+        self._items: list[Signature | Evidence | Version] = [
+            *self.table.signatures,
+            *self.table.evidence,
+            *self.table.versions,
         ]
+        needles = [n for item in self._items for p in item.patterns for n in p.needles]
+        self.scanner = NeedleScanner([*needles, DRY_RUN_MARKER])
 
-    def _gate(self, lowered: str) -> bool:
-        if not self._anchors.isdisjoint(_WORD.findall(lowered)):
-            return True
-        return any(map(lowered.__contains__, self._substrings))
+    @property
+    def wants_next(self) -> bool:
+        """True while a first line waits for its `then` line: the reader must feed the next lines too."""
+        return bool(self._pending)
 
     def feed_stream(self, stream: BinaryIO, name: str) -> None:
-        """Every line of a log stream (reader.numbered_lines: raises UsageError on a binary file)."""
-        for number, text in numbered_lines(stream, name):
-            self.feed(number, text)
+        """Every line of a log stream that can matter (reader.blocks: raises UsageError on a binary file)."""
+        total = 0
+        tail = b"\n"
+        for first, block in blocks(stream, name):
+            if not block:
+                continue
+            number, counted_to, fed_to = first, 0, 0
+            if self.wants_next:  # the line before this block asked for the lines after it
+                newline = block.find(b"\n")
+                fed_to = self._feed_span(block, number, 0, len(block) if newline == -1 else newline)
+            for start, end in self.scanner.line_spans(block):
+                if start < fed_to:
+                    continue  # already fed as the `then` line of an earlier one
+                number += block.count(b"\n", counted_to, start)
+                counted_to = start
+                fed_to = self._feed_span(block, number, start, end)
+            total = first + block.count(b"\n")
+            tail = block[-1:]
+        self.lines_read = max(self.lines_read, total - 1 if tail == b"\n" else total)
+
+    def _feed_span(self, block: bytes, number: int, start: int, end: int) -> int:
+        """Feeds the line at block[start:end] (in pieces when it is longer than CHUNK) and, while a `then` is
+        pending, the lines after it. Returns where the next unfed line starts."""
+        while True:
+            for piece in range(start, max(end, start + 1), CHUNK):
+                self.feed(number, block[piece : min(end, piece + CHUNK)].decode("utf-8", errors="replace"))
+            if not self.wants_next or end >= len(block):
+                return end + 1
+            start, end = end + 1, block.find(b"\n", end + 1)
+            if end == -1:
+                end = len(block)
+            number += 1
 
     def feed(self, number: int, raw: str) -> None:
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
@@ -293,20 +257,60 @@ class Matcher:
         probe = text[:MAX_MATCH_CHARS]
         if self.dry_run is None and DRY_RUN_MARKER in probe:
             self.dry_run = Line(number, _shown(text, probe.index(DRY_RUN_MARKER)))
-        lowered = probe.lower()
-        line: Line | None = None
-        candidates = self._all if self._gate(lowered) else self._always
-        for item, patterns in candidates:
-            match = next(filter(None, (p.search(probe, lowered) for p in patterns)), None)
-            if match is None:
-                continue
-            line = line or Line(number, _shown(text, match.start()))
-            if isinstance(item, Signature):
-                self.hits.setdefault(item.id, _Hits()).add(line)
+        if self._pending:
+            self._feed_then(number, text, probe, probe.lower())
+        stamp = _STAMP.match(probe)
+        skip = stamp.end() if stamp else 0
+        key = probe[skip:]
+        matched = self._cache.get(key)
+        if matched is None:
+            lowered = probe.lower()
+            matched = []
+            for item in self._items:
+                match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
+                if match is not None:
+                    matched.append((item, match.start() - skip, _version_of(item, match)))
+            if len(self._cache) >= MAX_CACHED:
+                self._cache.clear()
+            self._cache[key] = matched
+        for item, start, version in matched:
+            line = Line(number, _shown(text, max(0, start + skip)))
+            if not isinstance(item, Evidence) and item.then:
+                self._pending.append(_Pending(item, line))
             else:
-                seen = self.evidence.setdefault(item.context, [])
-                if len(seen) < MAX_LINES_KEPT:
-                    seen.append(line)
+                self._record(item, line, version)
+
+    def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
+        still = []
+        for pending in self._pending:
+            match = next(filter(None, (p.search(probe, lowered) for p in pending.item.then)), None)
+            if match is not None:
+                then = Line(number, _shown(text, match.start()))
+                self._record(pending.item, pending.first, _version_of(pending.item, match), then)
+            elif pending.left > 1:
+                pending.left -= 1
+                still.append(pending)
+        self._pending = still
+
+    def _record(
+        self,
+        item: Signature | Evidence | Version,
+        line: Line,
+        version: tuple[int, int] | None,
+        then: Line | None = None,
+    ) -> None:
+        if isinstance(item, Signature):
+            hits = self.hits.setdefault(item.id, _Hits())
+            hits.add(line)
+            if then is not None and len(hits.lines) < MAX_LINES_KEPT:
+                hits.lines.append(then)
+        elif isinstance(item, Evidence):
+            seen = self.evidence.setdefault(item.context, [])
+            if len(seen) < MAX_LINES_KEPT:
+                seen.append(line)
+        elif self.tf_version is None and version is not None:
+            self.tf_version = version
+            self.tf_version_line = then or line
 
     def result(self) -> Diagnosis:
         contexts = set(self.evidence)
@@ -314,13 +318,17 @@ class Matcher:
         findings: list[Finding] = []
         for sig in self.table.signatures:
             hits = self.hits.get(sig.id)
+            if sig.when_tf_version and self.tf_version_line is not None:
+                hits = _Hits([self.tf_version_line], 1)
             if hits is None:
                 continue
             if sig.requires_context and not contexts & set(sig.requires_context):
                 continue
             if contexts & set(sig.unless_context) or found & set(sig.unless):
                 continue
-            finding = _resolve(sig, hits, contexts)
+            if sig.min_tf and (self.tf_version is None or self.tf_version < sig.min_tf):
+                continue
+            finding = _resolve(sig, hits, contexts, self.tf_version)
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
@@ -328,20 +336,33 @@ class Matcher:
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
         if self.dry_run is not None:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
-        return Diagnosis(findings, evidence, self.lines_read)
+        version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
+        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
+
+
+def _version_of(item: Signature | Evidence | Version, match: re.Match[str]) -> tuple[int, int] | None:
+    if not isinstance(item, Version) or "minor" not in match.re.groupindex:
+        return None
+    major = int(match.group("major")) if "major" in match.re.groupindex else 2
+    return major, int(match.group("minor"))
 
 
 # A container on a WSL2 host is still a container: its GPU access is given (or not) when it starts.
 _CONTEXT_PRIORITY = ("container", "wsl2", "windows", "macos")
 
 
-def _resolve(sig: Signature, hits: _Hits, contexts: set[str]) -> Finding:
-    if not sig.by_context:
-        return Finding(sig, sig.code, hits.lines, hits.count)
+def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[int, int] | None) -> Finding:
+    code, context = sig.code, None
     for ctx in _CONTEXT_PRIORITY:
-        if ctx in contexts and ctx in sig.by_context:
-            return Finding(sig, sig.by_context[ctx], hits.lines, hits.count, context=ctx)
-    return Finding(sig, sig.code, hits.lines, hits.count, alternatives=sig.alternatives)
+        if ctx in contexts and (ctx in sig.by_context or ctx in sig.requires_context):
+            code, context = sig.by_context.get(ctx, sig.code), ctx
+            break
+    # TensorFlow up to 2.10 had CUDA builds for native Windows: there "no GPU" means missing libraries.
+    older = sig.older_tf_on_windows
+    if context == "windows" and older and tf_version is not None and tf_version < older:
+        code = ExitCode.TF_NO_GPU
+    alternatives = sig.alternatives if sig.by_context and context is None else ""
+    return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
 
 
 def _order(finding: Finding) -> tuple[int, tuple[int, int], int]:

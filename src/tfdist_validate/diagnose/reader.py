@@ -1,8 +1,8 @@
 """Read a log file or stdin as numbered text lines, in bounded memory, refusing what is not a text log.
 
-Lines are read with a length limit, so a log with one gigantic line (a progress bar that never printed a
-newline) still costs at most CHUNK bytes at a time; the rest of such a line is matched as a continuation
-with the same line number.
+Blocks of whole lines are read at a time (scan.py finds the few lines worth matching in them); a log with one
+gigantic line (a progress bar that never printed a newline) is cut into CHUNK-sized pieces matched as
+continuations with the same line number.
 """
 
 from __future__ import annotations
@@ -58,28 +58,41 @@ def open_log(path: str, stdin: BinaryIO) -> tuple[BinaryIO, str]:
         raise UsageError(f"diagnose: cannot read {path!r}: {err.strerror or err}") from None
 
 
-def numbered_lines(stream: BinaryIO, name: str) -> Iterator[tuple[int, str]]:
-    """(line number, text) pairs; raises UsageError as soon as the first bytes show this is not a text
-    log (the caller reports only after the whole log is read, so nothing half-done is shown)."""
-    number = 0
-    continuing = False
-    sniffed = bytearray()
+BLOCK = 1 << 20  # read size: large enough that Python's per-call cost vanishes, small enough to bound memory
+
+
+def blocks(stream: BinaryIO, name: str) -> Iterator[tuple[int, bytes]]:
+    """(number of the block's first line, block) pairs. A block holds whole lines (the last one ends with a
+    newline, unless the file does not), except that a line longer than CHUNK is cut into CHUNK-sized pieces
+    that all carry its number. Raises UsageError as soon as the first bytes show this is not a text log (the
+    caller reports only after the whole log is read, so nothing half-done is shown)."""
+    number = 1
+    carry = b""
+    sniffed = False
     while True:
         try:
-            raw = stream.readline(CHUNK)
+            data = stream.read(BLOCK)
         except OSError as err:
             raise UsageError(f"diagnose: cannot read {name}: {err.strerror or err}") from None
-        if len(sniffed) < _SNIFF:
-            sniffed += raw[: _SNIFF - len(sniffed)]
-            if len(sniffed) >= _SNIFF or not raw:
-                problem = _looks_binary(bytes(sniffed))
-                if problem:
-                    raise UsageError(f"diagnose: {name}: {problem}")
-        elif raw.count(0) > len(raw) // 4:
+        if not sniffed:
+            sniffed = True
+            problem = _looks_binary(data[:_SNIFF])
+            if problem:
+                raise UsageError(f"diagnose: {name}: {problem}")
+        elif data.count(0) > len(data) // 4:
             raise UsageError(f"diagnose: {name}: binary data after line {number}, not a text log")
-        if not raw:
+        if not data:
+            if carry:
+                yield number, carry
             return
-        if not continuing:
-            number += 1
-        continuing = not raw.endswith(b"\n")
-        yield number, raw.decode("utf-8", errors="replace")
+        data = carry + data
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:  # no newline at all: a giant line, matched in pieces that keep its number
+            pieces = len(data) // CHUNK
+            for i in range(pieces):
+                yield number, data[i * CHUNK : (i + 1) * CHUNK]
+            carry = data[pieces * CHUNK :]
+            continue
+        whole, carry = data[:cut], data[cut:]
+        yield number, whole
+        number += whole.count(b"\n")

@@ -32,14 +32,17 @@ class SignatureError(ValueError):
     """signatures.yaml is malformed: a packaging bug, reported with the entry that is wrong."""
 
 
+MIN_NEEDLE = 1  # every pattern must require some literal: a line holding no needle is never matched
+
+
 @dataclass(frozen=True)
 class Pattern:
     text: str
     regex: re.Pattern[str]
-    needle: str  # a lowercase literal every match contains: a cheap test before the regex runs
+    needles: tuple[str, ...]  # lowercase literals, one of which every match contains: the prefilter
 
     def search(self, line: str, lowered: str) -> re.Match[str] | None:
-        if self.needle and self.needle not in lowered:
+        if not any(needle in lowered for needle in self.needles):
             return None
         return self.regex.search(line)
 
@@ -51,6 +54,18 @@ class Evidence:
     title: str
     patterns: tuple[Pattern, ...]
     sources: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Version:
+    """Lines that say which TensorFlow the log ran: named groups `minor` and `major` (2 when absent; in `then`
+    when set)."""
+
+    id: str
+    title: str
+    patterns: tuple[Pattern, ...]
+    sources: tuple[str, ...]
+    then: tuple[Pattern, ...] = ()  # the value is on one of the next lines (a heading, then the version)
 
 
 @dataclass(frozen=True)
@@ -69,6 +84,10 @@ class Signature:
     requires_context: tuple[str, ...] = ()  # counts only when one of these contexts is evident
     unless_context: tuple[str, ...] = ()  # does not count when one of these contexts is evident
     unless: tuple[str, ...] = ()  # does not count when one of these signatures was found too
+    then: tuple[Pattern, ...] = ()  # counts only when one of these matches one of the next non-blank lines
+    when_tf_version: bool = False  # hit by any line that says TensorFlow's version (no patterns of its own)
+    min_tf: tuple[int, int] | None = None  # counts only when the log shows TensorFlow at least this version
+    older_tf_on_windows: tuple[int, int] | None = None  # native Windows below this version: TF_NO_GPU
 
     @property
     def is_failure(self) -> bool:
@@ -79,12 +98,39 @@ class Signature:
 class Table:
     signatures: tuple[Signature, ...]
     evidence: tuple[Evidence, ...]
+    versions: tuple[Version, ...] = ()
 
     def by_id(self, signature_id: str) -> Signature:
         for sig in self.signatures:
             if sig.id == signature_id:
                 return sig
         raise KeyError(signature_id)
+
+
+def literal_needles(pattern: str) -> tuple[str, ...]:
+    """One required literal per top-level branch of `pattern` (every match contains one of them)."""
+    return tuple(literal_needle(branch) for branch in _top_level_branches(pattern))
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    branches, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _skip_group(pattern, i)
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*branches, pattern[start:]]
 
 
 def literal_needle(pattern: str) -> str:
@@ -197,7 +243,13 @@ def _compile(where: str, text: Any) -> Pattern:
         regex = re.compile(text, re.IGNORECASE)
     except re.error as err:
         raise SignatureError(f"{where}: pattern {text!r} is not a valid regex: {err}") from None
-    return Pattern(text, regex, literal_needle(text))
+    needles = literal_needles(text)
+    if min(map(len, needles)) < MIN_NEEDLE:
+        raise SignatureError(
+            f"{where}: pattern {text!r} requires no literal of {MIN_NEEDLE}+ characters (in every branch):"
+            " it could match lines that are never scanned"
+        )
+    return Pattern(text, regex, needles)
 
 
 def _strings(where: str, entry: Mapping[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
@@ -234,8 +286,11 @@ def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> 
 
 _SIGNATURE_KEYS = {
     "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
-    "alternatives", "requires_context", "unless_context", "unless",
+    "alternatives", "requires_context", "unless_context", "unless", "then", "when_tf_version", "min_tf",
+    "older_tf_on_windows",
 }  # fmt: skip
+_VERSION_KEYS = {"id", "title", "patterns", "then", "sources"}
+_VERSION_TEXT = re.compile(r"^(\d+)\.(\d+)$")
 _EVIDENCE_KEYS = {"id", "context", "title", "patterns", "sources"}
 
 
@@ -253,11 +308,23 @@ def _identify(kind: str, position: str, entry: Any, keys: set[str]) -> tuple[str
     return entry_id, where
 
 
-def _patterns(where: str, entry: dict[str, Any]) -> tuple[Pattern, ...]:
+def _patterns(
+    where: str, entry: dict[str, Any], key: str = "patterns", required: bool = True
+) -> tuple[Pattern, ...]:
     return tuple(
-        _compile(f"{where}: patterns[{i}]", p)
-        for i, p in enumerate(_strings(where, entry, "patterns", required=True))
+        _compile(f"{where}: {key}[{i}]", p)
+        for i, p in enumerate(_strings(where, entry, key, required=required))
     )
+
+
+def _version(where: str, entry: Mapping[str, Any], key: str) -> tuple[int, int] | None:
+    value = entry.get(key)
+    if value is None:
+        return None
+    found = _VERSION_TEXT.match(value) if isinstance(value, str) else None
+    if not found:
+        raise SignatureError(f"{where}: {key} must be a 'major.minor' string, got {value!r}")
+    return int(found.group(1)), int(found.group(2))
 
 
 def _signature(index: int, entry: Any) -> Signature:
@@ -278,7 +345,10 @@ def _signature(index: int, entry: Any) -> Signature:
     for key, values in contexts.items():
         if not set(values) <= set(CONTEXTS):
             raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
-    patterns = _patterns(where, entry)
+    when_tf_version = entry.get("when_tf_version", False)
+    if not isinstance(when_tf_version, bool):
+        raise SignatureError(f"{where}: when_tf_version must be true or false")
+    patterns = _patterns(where, entry, required=not when_tf_version)
     return Signature(
         id=sig_id,
         severity=severity,
@@ -294,6 +364,10 @@ def _signature(index: int, entry: Any) -> Signature:
         requires_context=contexts["requires_context"],
         unless_context=contexts["unless_context"],
         unless=_strings(where, entry, "unless"),
+        then=_patterns(where, entry, "then", required=False),
+        when_tf_version=when_tf_version,
+        min_tf=_version(where, entry, "min_tf"),
+        older_tf_on_windows=_version(where, entry, "older_tf_on_windows"),
     )
 
 
@@ -311,16 +385,29 @@ def _evidence(index: int, entry: Any) -> Evidence:
     )
 
 
+def _tf_version(index: int, entry: Any) -> Version:
+    version_id, where = _identify("version", f"versions[{index}]", entry, _VERSION_KEYS)
+    patterns = _patterns(where, entry)
+    then = _patterns(where, entry, "then", required=False)
+    for pattern in then or patterns:
+        if "minor" not in pattern.regex.groupindex:
+            raise SignatureError(f"{where}: {pattern.text!r} needs the named group minor (and major, or 2)")
+    sources = _urls(where, entry, "sources", required=True)
+    return Version(version_id, _text(where, entry, "title"), patterns, sources, then)
+
+
 def parse(data: Any) -> Table:
     if not isinstance(data, dict) or data.get("version") != 1:
         raise SignatureError("signatures: expected a mapping with version: 1")
-    raw_sigs = data.get("signatures")
-    raw_evidence = data.get("contexts", [])
-    if not isinstance(raw_sigs, list) or not isinstance(raw_evidence, list):
-        raise SignatureError("signatures: 'signatures' and 'contexts' must be lists")
+    raw: dict[str, Any] = {key: data.get(key, []) for key in ("contexts", "versions")}
+    raw["signatures"] = data.get("signatures")
+    if not all(isinstance(value, list) for value in raw.values()):
+        raise SignatureError("signatures: 'signatures', 'contexts' and 'versions' must be lists")
+    raw_sigs, raw_evidence, raw_versions = raw["signatures"], raw["contexts"], raw["versions"]
     signatures = tuple(_signature(i, e) for i, e in enumerate(raw_sigs))
     evidence = tuple(_evidence(i, e) for i, e in enumerate(raw_evidence))
-    ids = [s.id for s in signatures] + [e.id for e in evidence]
+    versions = tuple(_tf_version(i, e) for i, e in enumerate(raw_versions))
+    ids = [s.id for s in signatures] + [e.id for e in evidence] + [v.id for v in versions]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise SignatureError(f"signatures: duplicate ids {duplicates}")
@@ -329,7 +416,7 @@ def parse(data: Any) -> Table:
         missing = set(sig.unless) - known
         if missing:
             raise SignatureError(f"signature {sig.id}: unless names unknown signatures {sorted(missing)}")
-    return Table(signatures, evidence)
+    return Table(signatures, evidence, versions)
 
 
 def parse_text(text: str) -> Table:

@@ -1,0 +1,89 @@
+"""Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
+
+Usage: python benchmarks/diagnose_eval.py [--half read|held|all] [--show-misses]
+       python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
+
+The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
+alternately to `read` (signatures may be learnt from it) and `held` (scored only at the end). It depends on
+nothing but the ids, so anyone can check that no excerpt was moved between halves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
+
+
+def load() -> list[dict[str, Any]]:
+    entries: list[dict[str, Any]] = yaml.safe_load(EVAL.read_text(encoding="utf-8"))
+    return entries
+
+
+def split_halves(entries: list[dict[str, Any]]) -> dict[str, str]:
+    by_category: dict[str, list[str]] = defaultdict(list)
+    for entry in entries:
+        by_category[entry["category"]].append(entry["id"])
+    halves = {}
+    for ids in by_category.values():
+        for i, entry_id in enumerate(sorted(ids, key=lambda x: hashlib.sha256(x.encode()).hexdigest())):
+            halves[entry_id] = "read" if i % 2 == 0 else "held"
+    return halves
+
+
+def write_split(entries: list[dict[str, Any]]) -> None:
+    halves = split_halves(entries)
+    out = []
+    for line in EVAL.read_text(encoding="utf-8").splitlines():
+        if line.startswith("  half: "):
+            continue
+        out.append(line)
+        if line.startswith("- id: "):
+            out.append(f"  half: {halves[line[len('- id: ') :].strip()]}")
+    EVAL.write_text("\n".join(out) + "\n", encoding="utf-8")
+
+
+def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, dict[str, list[int]]]:
+    from tfdist_validate.diagnose import diagnose
+
+    per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    right = 0
+    for entry in entries:
+        got = int(diagnose(entry["log"]).code)
+        ok = got == entry["expected"]
+        right += ok
+        per[entry["category"]][0] += ok
+        per[entry["category"]][1] += 1
+        if show_misses and not ok:
+            print(f"  miss {entry['id']}: expected {entry['expected']}, got {got}")
+    return right, len(entries), per
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--half", choices=("read", "held", "all"), default="read")
+    parser.add_argument("--show-misses", action="store_true")
+    parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
+    args = parser.parse_args()
+    entries = load()
+    if args.split:
+        write_split(entries)
+        return 0
+    chosen = [e for e in entries if args.half == "all" or e["half"] == args.half]
+    right, total, per = score(chosen, args.show_misses)
+    print(f"{args.half}: {right}/{total} = {right / total:.2f}")
+    for category in sorted(per):
+        ok, n = per[category]
+        print(f"  {category:<20} {ok:>3}/{n:<3} {ok / n:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
