@@ -9,11 +9,10 @@ import pynvml
 import pytest
 
 import hosts
-from tfdist_validate.probes import nvidia_smi
 from tfdist_validate.host.cuda_compat import coverage, driver_runs_cuda
 from tfdist_validate.host.gpus import NA
 from tfdist_validate.host.runtime import cuda_mask, parse_proc_driver_version, read_runtime
-from tfdist_validate.probes import nvml
+from tfdist_validate.probes import nvidia_smi, nvml
 
 TF_221_BUILD = hosts.recorded_tf().capabilities  # ['sm_60', 'sm_70', 'sm_80', 'sm_89', 'compute_90']
 

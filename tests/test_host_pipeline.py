@@ -15,8 +15,7 @@ import pytest
 import hosts
 from conftest import REPO, clean_env
 from tfdist_validate.checks import driver
-from tfdist_validate.probes import nvidia_smi
-from tfdist_validate.probes import Probes, tf_facts
+from tfdist_validate.probes import Probes, nvidia_smi, tf_facts
 from tfdist_validate.probes.commands import CommandResult
 from tfdist_validate.tfsession import RecordedSession
 
