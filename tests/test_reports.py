@@ -269,3 +269,18 @@ def test_colour_only_on_a_tty_and_never_with_no_color(
     human = HumanReport(stream, use_colour(stream, env))
     human.verdict(Verdict(ExitCode.OK, "fine", "", None), None)
     assert ("\033[" in stream.getvalue()) is colour
+
+
+def test_the_smoke_records_and_the_report_schema_name_the_same_keys() -> None:
+    """smoke/records.py declares each stage's record; the schema must take every key the report copies."""
+    from typing import get_type_hints
+
+    from tfdist_validate.report.schema import SCHEMA
+    from tfdist_validate.smoke import records
+
+    smoke = SCHEMA["properties"]["smoke"]["anyOf"][1]["properties"]
+    for stage, keys in records.REPORTED_KEYS.items():
+        declared = get_type_hints(records.RECORDS[stage])
+        assert set(keys) <= set(declared) and set(keys) <= set(smoke), stage
+    for stage in records.REPORTED_WHOLE:
+        assert set(get_type_hints(records.RECORDS[stage])) == set(smoke[stage]["properties"]), stage

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from tfdist_validate.smoke.records import AllreduceRecord, BandwidthRecord, Mismatch, SyncRecord, WrongValue
+
 # Exactly representable float32 values (quarters below 2**18): every partial sum over up to 64 replicas is
 # exact too, so the cross-replica sum must match bit for bit whatever order the implementation adds in.
 EXACT_ELEMENTS = 1 << 16
@@ -116,7 +118,7 @@ def _gather_from_all_workers(tf: Any, strategy: Any, variable: Any) -> list[np.n
     return list(np.asarray(gather().numpy()))
 
 
-def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> dict[str, Any]:
+def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> SyncRecord:
     """Every mirrored variable (weights, optimizer state) must hold the same bits on every replica.
 
     Sync-on-read variables (metric totals and counts) differ per replica by design and are skipped.
@@ -124,7 +126,7 @@ def replicas_in_sync(tf: Any, strategy: Any, variables: list[Any]) -> dict[str, 
     replicas = int(strategy.num_replicas_in_sync)
     seen: set[int] = set()
     checked = skipped_on_read = 0
-    mismatched: list[dict[str, Any]] = []
+    mismatched: list[Mismatch] = []
     not_mirrored: list[str] = []
     for variable in variables:
         # A Keras 3 variable wraps the TensorFlow one (a MirroredVariable under MirroredStrategy).
@@ -162,9 +164,9 @@ def exact_pattern() -> np.ndarray:
     return (np.arange(EXACT_ELEMENTS) % 97 + 0.25).astype(np.float32)
 
 
-def compare_exact(got: list[np.ndarray], expected: np.ndarray) -> list[dict[str, Any]]:
+def compare_exact(got: list[np.ndarray], expected: np.ndarray) -> list[WrongValue]:
     """The replicas whose all-reduce result differs from `expected` in any bit, with where it first does."""
-    wrong: list[dict[str, Any]] = []
+    wrong: list[WrongValue] = []
     for replica, values in enumerate(got):
         if values.dtype == expected.dtype and values.shape == expected.shape:
             if values.tobytes() == expected.tobytes():
@@ -216,7 +218,7 @@ def sum_across_replicas(tf: Any, strategy: Any) -> Any:
     return reduce
 
 
-def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> dict[str, Any]:
+def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> AllreduceRecord:
     """Replica i contributes (i + 1) * pattern; every replica must receive n(n+1)/2 * pattern exactly.
     `reduce` is sum_across_replicas' function, shared with the bandwidth test."""
     replicas = int(strategy.num_replicas_in_sync)
@@ -251,12 +253,12 @@ def _wait_for(strategy: Any, outputs: Any) -> None:
         tensor[:1].numpy()
 
 
-def allreduce_bandwidth(tf: Any, strategy: Any, reduce: Any, mib: float, deadline: float) -> dict[str, Any]:
+def allreduce_bandwidth(tf: Any, strategy: Any, reduce: Any, mib: float, deadline: float) -> BandwidthRecord:
     """Time a SUM all-reduce of `mib` MiB of float32 per replica; nccl-tests' algbw and busbw."""
     replicas = int(strategy.num_replicas_in_sync)
     elements = max(1, int(mib * 2**20) // 4)
     size_bytes = elements * 4
-    report: dict[str, Any] = {"ran": True, "replicas": replicas, "size_bytes": size_bytes}
+    report = BandwidthRecord(ran=True, replicas=replicas, size_bytes=size_bytes)
     if replicas < 2:
         # Nothing crosses a device boundary (and TensorFlow rejects the cross-device call with no peers).
         return {**report, "ran": False, "ok": True, "reason": "one replica: no data moves between devices"}

@@ -10,6 +10,7 @@ from typing import Any
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
 from tfdist_validate.signals import signals_deferred
+from tfdist_validate.smoke import records
 from tfdist_validate.smoke import results as child_results
 from tfdist_validate.smoke.process import ChildProcess, describe_exit, read_tail
 from tfdist_validate.smoke.spec import ChildSpec
@@ -115,25 +116,15 @@ def _stage_now(results_path: Path, stage_names: Mapping[str, str]) -> str | None
 def fill_section(
     section: dict[str, Any], run: SmokeRun, child: ChildProcess, spec: ChildSpec, interrupted: bool
 ) -> None:
-    strategy = run.results.get("strategy") or {}
-    if strategy.get("ok"):
-        for key in (
-            "strategy",
-            "replicas",
-            "devices",
-            "global_batch",
-            "per_replica_batch",
-            "cross_device_ops",
-        ):
-            section[key] = strategy[key]
-    fit = run.results.get("fit") or {}
-    if fit.get("ok"):
-        for key in ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"):
-            section[key] = fit[key]
-    for stage in ("sync", "allreduce", "bandwidth"):
-        found = run.results.get(stage)
-        if found is not None:
-            section[stage] = found
+    # stages whose facts the report lists key by key, when the stage succeeded; our own checks' whole records
+    for stage, keys in records.REPORTED_KEYS.items():
+        found = run.results.get(stage) or {}
+        if found.get("ok"):
+            section.update({key: found[key] for key in keys})
+    for stage in records.REPORTED_WHOLE:
+        whole = run.results.get(stage)
+        if whole is not None:
+            section[stage] = whole
     section["log"] = {"path": str(run.log_path), "tail": run.log_tail}
     section["output_tail"] = run.output_tail
     section["child"] = {

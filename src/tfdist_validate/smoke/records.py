@@ -1,0 +1,126 @@
+"""The smoke test's stage records, declared once: what the child writes for each stage (smoke/child*.py), what
+the checks read (checks/smoke_verdicts.py), and which of it the report's `smoke` block carries (smoke/run.py).
+
+They are TypedDicts rather than classes because they cross a process boundary as JSON lines, and a child
+killed mid-stage leaves whatever it managed to write: readers get plain dicts that mypy checks by key. The
+report's JSON Schema (report/schema.py) validates the same keys; a test holds the two together.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class CrossDeviceOps(TypedDict):
+    """How the strategy all-reduces: NCCL, hierarchical copy, TensorFlow's collectives."""
+
+    name: str
+    implementation: str | None
+    reduce_to_device: str | None
+
+
+class StrategyRecord(TypedDict, total=False):
+    ok: bool
+    error: str  # when not ok: TensorFlow's message
+    strategy: str  # "MirroredStrategy" / "MultiWorkerMirroredStrategy"
+    replicas: int
+    devices: list[str]
+    requested_devices: list[str] | None
+    global_batch: int
+    per_replica_batch: int
+    model_strategy_ok: bool  # the model was built in the strategy's scope
+    cross_device_ops: dict[str, Any]  # CrossDeviceOps plus its class name
+    tensorflow_version: str
+    # multi-worker only
+    task: str
+    local_replicas: int
+    workers: int
+
+
+class EpochRow(TypedDict):
+    epoch: int
+    binary_accuracy: float
+    loss: float
+    val_binary_accuracy: float
+    val_loss: float
+
+
+class FitRecord(TypedDict, total=False):
+    ok: bool
+    error: str
+    oom: bool  # TensorFlow said ResourceExhausted / OOM
+    collective: bool  # the error came from the cross-replica communication
+    epochs: list[EpochRow]
+    final_val_binary_accuracy: float
+    steps_per_epoch: int
+    epoch_train_s: list[float]
+    step_time_s: float | None
+    loop: str  # "model.fit", or the custom loop under MultiWorkerMirroredStrategy
+
+
+class Mismatch(TypedDict):
+    variable: str
+    copies: int
+    max_abs_diff: float | None
+
+
+class SyncRecord(TypedDict, total=False):
+    ran: bool
+    ok: bool
+    reason: str  # when it did not run
+    replicas: int
+    variables_checked: int
+    sync_on_read_skipped: int
+    mismatched_count: int
+    mismatched: list[Mismatch]
+    not_mirrored: list[str]
+
+
+class WrongValue(TypedDict):
+    replica: int
+    index: int | None
+    got: float | None
+    want: float | None
+
+
+class AllreduceRecord(TypedDict, total=False):
+    ran: bool
+    ok: bool
+    error: str
+    replicas: int
+    results: int
+    elements: int
+    dtype: str
+    first_values: list[float | None]
+    expected_first: float
+    wrong: list[WrongValue]
+
+
+class BandwidthRecord(TypedDict, total=False):
+    ran: bool
+    ok: bool
+    error: str
+    reason: str
+    replicas: int
+    size_bytes: int
+    iterations: int
+    time_s: float
+    algbw_gbps: float
+    busbw_gbps: float
+
+
+# What the report's `smoke` block takes from each stage record: whole records for the checks of our own,
+# and the facts of the reference's lines (strategy, training) key by key.
+REPORTED_KEYS: dict[str, tuple[str, ...]] = {
+    "strategy": ("strategy", "replicas", "devices", "global_batch", "per_replica_batch", "cross_device_ops"),
+    "fit": ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"),
+}
+REPORTED_WHOLE: tuple[str, ...] = ("sync", "allreduce", "bandwidth")
+
+RECORDS: dict[str, type] = {
+    "strategy": StrategyRecord,
+    "fit": FitRecord,
+    "sync": SyncRecord,
+    "allreduce": AllreduceRecord,
+    "bandwidth": BandwidthRecord,
+}
