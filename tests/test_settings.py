@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli
 from tfdist_validate.errors import UsageError
 from tfdist_validate.options import OPTIONS
-from tfdist_validate.settings import resolve
+from tfdist_validate.settings import Settings, resolve
 
 
 def write(tmp_path: Path, text: str, name: str = "config.yaml") -> str:
@@ -176,3 +176,13 @@ def test_devices_forms(text: str, expected: tuple[str, ...]) -> None:
 
 def test_duplicate_devices_rejected() -> None:
     assert "each once" in usage_error({"devices": "0,/gpu:0"})
+
+
+def test_settings_has_one_field_per_option_with_the_tables_default() -> None:
+    import dataclasses
+
+    from tfdist_validate.options import OPTIONS
+
+    fields = {f.name for f in dataclasses.fields(Settings)} - {"config", "sources"}
+    assert fields == {o.name for o in OPTIONS}
+    assert all(getattr(Settings(), o.name) == o.default for o in OPTIONS)

@@ -10,8 +10,9 @@ import textwrap
 import numpy as np
 import pytest
 
+from tfdist_validate.jsonable import jsonable
 from tfdist_validate.smoke.child_checks import compare_components, compare_exact, exact_pattern
-from tfdist_validate.smoke.spec import ChildSpec, finite_json
+from tfdist_validate.smoke.spec import ChildSpec
 
 
 def test_identical_copies_compare_equal_bit_for_bit() -> None:
@@ -64,11 +65,18 @@ def test_spec_round_trip_and_devices() -> None:
     assert ChildSpec("/tmp/r.jsonl", None, None, 3, 16, 64.0, 100.0).strategy_devices() is None
 
 
-def test_finite_json_turns_nan_into_null() -> None:
-    assert finite_json({"loss": float("nan"), "x": [float("inf"), 1.5], "t": (1,)}) == {
+def test_jsonable_turns_nan_into_null() -> None:
+    assert jsonable({"loss": float("nan"), "x": [float("inf"), 1.5], "t": (1,)}) == {
         "loss": None,
         "x": [None, 1.5],
         "t": [1],
+    }
+    import numpy as np
+
+    assert jsonable({"f": np.float32(0.75), "i": np.int64(3), "o": object}) == {
+        "f": 0.75,
+        "i": 3,
+        "o": str(object),
     }
 
 

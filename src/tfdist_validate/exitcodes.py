@@ -70,10 +70,6 @@ _MEANINGS: dict[ExitCode, str] = {
 TABLE: tuple[ExitCodeInfo, ...] = tuple(ExitCodeInfo(code, _MEANINGS[code]) for code in ExitCode)
 
 
-def meaning(code: ExitCode) -> str:
-    return _MEANINGS[code]
-
-
 def as_json_list() -> list[dict[str, object]]:
     return [{"code": int(info.code), "name": info.name, "meaning": info.meaning} for info in TABLE]
 

@@ -38,6 +38,27 @@ class Layer(enum.IntEnum):
         return self.name.lower()
 
 
+# The layer of the check that finds each cause, for ranking causes when only codes are known (`diagnose`
+# reads a log, not a run): then "most fundamental" means what it means for `run`, where verdict.py ranks the
+# failing checks' own layers. TIMEOUT and INTERNAL_ERROR can come from any layer and rank last.
+LAYER_OF_CODE: dict[ExitCode, Layer] = {
+    ExitCode.NO_DRIVER: Layer.DRIVER,
+    ExitCode.CONTAINER_NO_GPU: Layer.RUNTIME,
+    ExitCode.WSL2_PASSTHROUGH: Layer.RUNTIME,
+    ExitCode.DRIVER_TOO_OLD: Layer.TENSORFLOW,  # run compares the driver with the TensorFlow build there
+    ExitCode.TF_IMPORT_FAILED: Layer.TENSORFLOW,
+    ExitCode.TF_NOT_CUDA_BUILD: Layer.TENSORFLOW,
+    ExitCode.TF_NO_GPU: Layer.TENSORFLOW,
+    ExitCode.UNSUPPORTED_GPU: Layer.TENSORFLOW,
+    ExitCode.TOO_FEW_GPUS: Layer.DEVICES,
+    ExitCode.GPU_UNHEALTHY: Layer.HEALTH,
+    ExitCode.COLLECTIVE_FAILED: Layer.STRATEGY,
+    ExitCode.TRAINING_FAILED: Layer.TRAINING,
+    ExitCode.RESULT_MISMATCH: Layer.RESULTS,
+    ExitCode.PERF_BELOW_FLOOR: Layer.PERFORMANCE,
+}
+
+
 def _frozen(details: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(details or {}))
 

@@ -14,37 +14,39 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tfdist_validate.errors import UsageError
+from tfdist_validate.jsonable import jsonable
 from tfdist_validate.options import BY_ENV, BY_NAME, CONFIG_ENV, OPTIONS, BadValue, Option
+
+
+def _default(name: str) -> Any:
+    """Every default is written once, in options.py's table."""
+    return BY_NAME[name].default
 
 
 @dataclass(frozen=True)
 class Settings:
-    min_gpus: int = 2
-    devices: tuple[str, ...] | None = None
-    cpu_replicas: int | None = None
-    epochs: int = 3
-    per_replica_batch: int = 16
-    min_val_accuracy: float = 0.9
-    timeout: float = 600.0
-    json: str | None = None
-    termination_log: str | None = None
-    root: str = "/"
-    min_workers: int = 1
-    allreduce_mib: float = 64.0
-    min_busbw_gbps: float | None = None
-    fail_on_health: bool = False
-    verbose: bool = False
+    min_gpus: int = _default("min_gpus")
+    devices: tuple[str, ...] | None = _default("devices")
+    cpu_replicas: int | None = _default("cpu_replicas")
+    epochs: int = _default("epochs")
+    per_replica_batch: int = _default("per_replica_batch")
+    min_val_accuracy: float = _default("min_val_accuracy")
+    timeout: float = _default("timeout")
+    json: str | None = _default("json")
+    termination_log: str | None = _default("termination_log")
+    root: str = _default("root")
+    min_workers: int = _default("min_workers")
+    allreduce_mib: float = _default("allreduce_mib")
+    min_busbw_gbps: float | None = _default("min_busbw_gbps")
+    fail_on_health: bool = _default("fail_on_health")
+    verbose: bool = _default("verbose")
     config: str | None = None
     # where each value came from ("default", "--min-gpus", "TFDIST_MIN_GPUS", "cfg.yaml:3"), for the report
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        values = {o.name: _jsonable(getattr(self, o.name)) for o in OPTIONS}
+        values = {o.name: jsonable(getattr(self, o.name)) for o in OPTIONS}
         return {"values": values, "sources": dict(self.sources), "config": self.config}
-
-
-def _jsonable(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 
 
 # An echoed value is cut to this many characters: a one-line error stays one short line.

@@ -20,7 +20,7 @@ from tfdist_validate.diagnose.scan import NeedleScanner
 from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Signature, Table, Version, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.result import Layer
+from tfdist_validate.result import LAYER_OF_CODE, Layer
 
 MAX_LINES_KEPT = 3  # example lines kept per finding
 MAX_MATCH_CHARS = CHUNK  # longer lines are matched as several pieces with the same number
@@ -32,28 +32,10 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
 
-# Which layer each code belongs to, so "most fundamental" means what it means for `run` (verdict.py).
-_LAYER: dict[ExitCode, int] = {
-    ExitCode.CONTAINER_NO_GPU: Layer.RUNTIME,
-    ExitCode.WSL2_PASSTHROUGH: Layer.RUNTIME,
-    ExitCode.NO_DRIVER: Layer.DRIVER,
-    ExitCode.GPU_UNHEALTHY: Layer.HEALTH,
-    ExitCode.DRIVER_TOO_OLD: Layer.TENSORFLOW,  # run compares the driver with the TF build there
-    ExitCode.TF_IMPORT_FAILED: Layer.TENSORFLOW,
-    ExitCode.TF_NOT_CUDA_BUILD: Layer.TENSORFLOW,
-    ExitCode.TF_NO_GPU: Layer.TENSORFLOW,
-    ExitCode.UNSUPPORTED_GPU: Layer.TENSORFLOW,
-    ExitCode.TOO_FEW_GPUS: Layer.DEVICES,
-    ExitCode.COLLECTIVE_FAILED: Layer.STRATEGY,
-    ExitCode.TRAINING_FAILED: Layer.TRAINING,
-    ExitCode.RESULT_MISMATCH: Layer.RESULTS,
-    ExitCode.PERF_BELOW_FLOOR: Layer.PERFORMANCE,
-}
-
 
 def rank(code: ExitCode) -> tuple[int, int]:
     """Sort key: lowest layer first, then lowest code. A watchdog timeout names no layer: it comes last."""
-    return (_LAYER.get(code, Layer.PERFORMANCE + 10), int(code))
+    return (LAYER_OF_CODE.get(code, Layer.PERFORMANCE + 10), int(code))
 
 
 @dataclass(frozen=True)

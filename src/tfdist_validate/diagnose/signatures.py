@@ -9,7 +9,7 @@ lines mean different things in different places, e.g. a failed `nvidia-smi`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -431,7 +431,3 @@ def load() -> Table:
     """The table shipped with the package (cached: it is parsed and compiled once per process)."""
     text = resources.files("tfdist_validate.diagnose").joinpath("signatures.yaml").read_text("utf-8")
     return parse_text(text)
-
-
-def all_patterns(items: Sequence[Signature | Evidence]) -> list[Pattern]:
-    return [p for item in items for p in item.patterns]

@@ -107,10 +107,6 @@ class DriverSnapshot:
     gpus: tuple[Gpu, ...] = ()
 
     @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
     def cuda_version(self) -> str | None:
         return cuda_version_text(self.cuda_driver_version)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from tfdist_validate.jsonable import jsonable
 from tfdist_validate.probes.commands import run_command
 
 MARKER = "TFDIST_TF_FACTS "
@@ -112,16 +113,6 @@ def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
     )
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
 def import_tensorflow() -> tuple[Any, dict[str, Any] | None]:
     """(the tensorflow module, None), or (None, the facts of a failed import). Touches no GPU: TensorFlow
     initialises CUDA (cuInit) only when devices are first listed, in `facts_of`."""
@@ -145,14 +136,14 @@ def import_tensorflow() -> tuple[Any, dict[str, Any] | None]:
 
 def facts_of(tf: Any) -> dict[str, Any]:
     facts: dict[str, Any] = {"imported": True, "version": tf.__version__}
-    facts["build_info"] = _jsonable(dict(tf.sysconfig.get_build_info()))
+    facts["build_info"] = jsonable(dict(tf.sysconfig.get_build_info()))
     facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
     gpus = tf.config.list_physical_devices("GPU")
     facts["gpus"] = [g.name for g in gpus]
     details = []
     for gpu in gpus:
         try:
-            details.append(_jsonable(tf.config.experimental.get_device_details(gpu)))
+            details.append(jsonable(tf.config.experimental.get_device_details(gpu)))
         except Exception as err:  # details are a bonus; the list of GPUs is the fact
             details.append({"error": str(err)})
     facts["gpu_details"] = details

@@ -26,9 +26,10 @@ import traceback
 from dataclasses import replace
 from typing import Any
 
+from tfdist_validate.jsonable import jsonable
 from tfdist_validate.probes import tf_facts
 from tfdist_validate.smoke import child_checks, child_multiworker, reference
-from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec, finite_json
+from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec
 
 
 class Results:
@@ -45,7 +46,7 @@ class Results:
             print(
                 f"tfdist-validate smoke test: {stage} failed: {fields['error']}", file=sys.stderr, flush=True
             )
-        line = json.dumps(finite_json({"stage": stage, **fields}), allow_nan=False)
+        line = json.dumps(jsonable({"stage": stage, **fields}), allow_nan=False)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
 

@@ -56,14 +56,3 @@ class ChildSpec:
         if self.cpu_replicas is not None:
             return [f"/cpu:{i}" for i in range(self.cpu_replicas)]
         return None
-
-
-def finite_json(value: Any) -> Any:
-    """JSON has no NaN or infinity (a NaN loss is data here): they become null; tuples become lists."""
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else None
-    if isinstance(value, dict):
-        return {str(k): finite_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite_json(v) for v in value]
-    return value
