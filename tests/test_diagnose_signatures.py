@@ -10,7 +10,8 @@ import yaml
 
 from tfdist_validate.diagnose import diagnose, load
 from tfdist_validate.diagnose.engine import Matcher
-from tfdist_validate.diagnose.signatures import SignatureError, literal_needle, literal_needles, parse_text
+from tfdist_validate.diagnose.needles import literal_needle, literal_needles
+from tfdist_validate.diagnose.signatures import SignatureError, parse_text
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 ENTRIES: list[dict[str, Any]] = yaml.safe_load((LOGS / "real_lines.yaml").read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
 """Find the few lines of a big log block that could match any signature: the only home of RE2 here.
 
-Every pattern has literal needles (signatures.literal_needles), one of which is in every line it matches. So a
+Every pattern has literal needles (needles.literal_needles), one of which is in every line it matches. So a
 line without any needle cannot match anything, and only the lines around a needle hit need the full matcher.
 Measured on 100 MB of training output (benchmarks/bench.py --diagnose): one RE2 alternation of ~200 needles
 scans it in 0.2 s; Python's `re` takes 29 s for the same alternation, testing each needle with `in` takes 4 s,
