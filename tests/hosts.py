@@ -412,6 +412,43 @@ def nvml_mig() -> FakeNvml:
     return FakeNvml(device["driver_version"], cuda_from_banner("nvidia-smi_h100_590.48.01.txt"), [device])
 
 
+def table_devices(fixture: str, **extra: str) -> tuple[str, int, list[dict[str, str]]]:
+    """(driver, CUDA, devices) from a real plain `nvidia-smi` table: name, persistence mode, memory, compute
+    and MIG mode as printed; `extra` adds what a table does not show (e.g. compute_cap from a capture of the
+    same product)."""
+    text = real(fixture)
+    driver = re.search(r"Driver Version: (\S+)", text)
+    assert driver, fixture
+    rows = re.finditer(
+        r"^\|\s+(\d+)\s+(NVIDIA [^|]*?)\s+(On|Off)\s+\|.*\n"
+        r"^\|[^|]*\|\s+(\d+)MiB\s+/\s+(\d+)MiB\s+\|\s+\S+\s+(\S+)\s+\|\n"
+        r"(?:^\|[^|]*\|[^|]*\|\s+(\S+)\s+\|)?",
+        text,
+        re.M,
+    )
+    devices = [
+        {
+            "name": m.group(2).strip(),
+            "persistence_mode": "Enabled" if m.group(3) == "On" else "Disabled",
+            "memory.used": m.group(4),
+            "memory.total": m.group(5),
+            "compute_mode": m.group(6),
+            "mig.mode.current": m.group(7) or "[N/A]",
+            **extra,
+        }
+        for m in rows
+    ]
+    assert devices, fixture
+    return driver.group(1), cuda_from_banner(fixture), devices
+
+
+def nvml_h100x8_r535() -> FakeNvml:
+    """8x H100 on driver 535.161.08 (CUDA 12.2) in a KubeRay pod; cc 9.0 from the H100 capture."""
+    cc = query_csv_device("nvidia-smi-query-csv_h100_590.48.01.csv")["compute_cap"]
+    driver, cuda, devices = table_devices("nvidia-smi_h100x8_535.161.08_kuberay-pod.txt", compute_cap=cc)
+    return FakeNvml(driver, cuda, devices)
+
+
 def nvml_wsl2_two_3090() -> FakeNvml:
     """What the WSL2 `nvidia-smi` capture shows: 2x RTX 3090, Windows driver 537.13, CUDA 12.2."""
     text = real("nvidia-smi_wsl2_rtx3090x2_535.103-drv537.13_CUT.txt")
