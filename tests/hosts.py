@@ -234,12 +234,16 @@ class FakeNvml:
         devices: Sequence[Mapping[str, str] | int] = (),
         init_error: int | None = None,
         old_driver: bool = False,
+        no_v3_processes: bool = False,
     ) -> None:
         self.driver = driver
         self.cuda = cuda
         self.devices = list(devices)  # an int is the NVML error that device's handle raises
         self.init_error = init_error
         self.old_driver = old_driver  # no nvmlDeviceGetCurrentClocksEventReasons (added in NVML 12.2)
+        # a driver without nvmlDeviceGetComputeRunningProcesses_v3: pynvml's own wrapper turns the missing
+        # function into NVMLLibraryMismatchError (a plain Exception); _v2 answers
+        self.no_v3_processes = no_v3_processes
         self.calls: list[str] = []
 
     def _field(self, handle: int, name: str) -> str:
@@ -325,6 +329,18 @@ class FakeNvml:
         )
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[SimpleNamespace]:
+        if self.no_v3_processes:
+            return pynvml.throwOnVersionMismatch(self._function_not_found)(h)  # type: ignore[no-any-return]
+        return self._processes(h)
+
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, h: int) -> list[SimpleNamespace]:
+        return self._processes(h)
+
+    @staticmethod
+    def _function_not_found(_h: int) -> list[SimpleNamespace]:
+        raise _nvml_error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    def _processes(self, h: int) -> list[SimpleNamespace]:
         device = self.devices[h]
         assert not isinstance(device, int)
         found = json.loads(device.get("processes", "[]"))
@@ -399,6 +415,13 @@ def nvml_busy() -> FakeNvml:
         fake.devices[0],  # type: ignore[arg-type]
         "nvidia-smi-query-compute-apps-csv_h100-mig_590.48.01.csv",
     )
+    return fake
+
+
+def nvml_busy_without_v3() -> FakeNvml:
+    """The busy H100s on a driver whose NVML lacks nvmlDeviceGetComputeRunningProcesses_v3."""
+    fake = nvml_busy()
+    fake.no_v3_processes = True
     return fake
 
 

@@ -115,6 +115,8 @@ CASES = [
     Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
          p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
          ("805 aggregate uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("NVML without ..._v3: pynvml's NVMLLibraryMismatchError, processes read through _v2",
+         hosts.docker_with_toolkit, p(hosts.nvml_busy_without_v3, tf=lambda: TF(gpus=2)), 0, None),
     Case("one GPU lost: TensorFlow sees one, --min-gpus 2", hosts.docker_with_toolkit,
          p(hosts.nvml_one_gpu_lost, tf=lambda: TF(gpus=1)), 30, "devices.count", ("--min-gpus",),
          ("1 usable GPU(s) (/gpu:0), fewer than --min-gpus 2",)),
