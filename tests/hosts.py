@@ -199,8 +199,10 @@ def xml_device(fixture: str) -> tuple[str, int, dict[str, str]]:
     }
     for scope in ("volatile", "aggregate"):
         for kind, tag in (("corrected", "correctable"), ("uncorrected", "uncorrectable")):
-            total = sum(int(gpu.findtext(f"ecc_errors/{scope}/{m}_{tag}") or 0) for m in ("sram", "dram"))
-            fields[f"ecc.errors.{kind}.{scope}.total"] = str(total)
+            counts = [gpu.findtext(f"ecc_errors/{scope}/{m}_{tag}") or "0" for m in ("sram", "dram")]
+            # a GeForce card prints N/A: NVML answers "not supported" there
+            total = str(sum(int(c) for c in counts)) if all(c.isdigit() for c in counts) else "[N/A]"
+            fields[f"ecc.errors.{kind}.{scope}.total"] = total
     active = [r.tag for r in gpu.iterfind("clocks_throttle_reasons/*") if r.text == "Active"]
     fields["clocks_throttle_reasons.active"] = hex(sum(_THROTTLE_BITS.get(t, 0) for t in active))
     fields["processes"] = json.dumps(
@@ -469,6 +471,22 @@ def nvml_h100x8_r535() -> FakeNvml:
     """8x H100 on driver 535.161.08 (CUDA 12.2) in a KubeRay pod; cc 9.0 from the H100 capture."""
     cc = query_csv_device("nvidia-smi-query-csv_h100_590.48.01.csv")["compute_cap"]
     driver, cuda, devices = table_devices("nvidia-smi_h100x8_535.161.08_kuberay-pod.txt", compute_cap=cc)
+    return FakeNvml(driver, cuda, devices)
+
+
+def nvml_query_csv(fixture: str, banner: str, count: int = 1) -> FakeNvml:
+    """`count` GPUs like the one of a real `--query-gpu` capture; the CUDA version from its plain banner."""
+    device = query_csv_device(fixture)
+    return FakeNvml(device["driver_version"], cuda_from_banner(banner), [device] * count)
+
+
+def nvml_xml(fixture: str) -> FakeNvml:
+    driver, cuda, fields = xml_device(fixture)
+    return FakeNvml(driver, cuda, [fields])
+
+
+def nvml_table(fixture: str, **extra: str) -> FakeNvml:
+    driver, cuda, devices = table_devices(fixture, **extra)
     return FakeNvml(driver, cuda, devices)
 
 
