@@ -199,8 +199,10 @@ def xml_device(fixture: str) -> tuple[str, int, dict[str, str]]:
     }
     for scope in ("volatile", "aggregate"):
         for kind, tag in (("corrected", "correctable"), ("uncorrected", "uncorrectable")):
-            total = sum(int(gpu.findtext(f"ecc_errors/{scope}/{m}_{tag}") or 0) for m in ("sram", "dram"))
-            fields[f"ecc.errors.{kind}.{scope}.total"] = str(total)
+            counts = [gpu.findtext(f"ecc_errors/{scope}/{m}_{tag}") or "0" for m in ("sram", "dram")]
+            # a GeForce card prints N/A: NVML answers "not supported" there
+            total = str(sum(int(c) for c in counts)) if all(c.isdigit() for c in counts) else "[N/A]"
+            fields[f"ecc.errors.{kind}.{scope}.total"] = total
     active = [r.tag for r in gpu.iterfind("clocks_throttle_reasons/*") if r.text == "Active"]
     fields["clocks_throttle_reasons.active"] = hex(sum(_THROTTLE_BITS.get(t, 0) for t in active))
     fields["processes"] = json.dumps(
@@ -234,12 +236,16 @@ class FakeNvml:
         devices: Sequence[Mapping[str, str] | int] = (),
         init_error: int | None = None,
         old_driver: bool = False,
+        no_v3_processes: bool = False,
     ) -> None:
         self.driver = driver
         self.cuda = cuda
         self.devices = list(devices)  # an int is the NVML error that device's handle raises
         self.init_error = init_error
         self.old_driver = old_driver  # no nvmlDeviceGetCurrentClocksEventReasons (added in NVML 12.2)
+        # a driver without nvmlDeviceGetComputeRunningProcesses_v3: pynvml's own wrapper turns the missing
+        # function into NVMLLibraryMismatchError (a plain Exception); _v2 answers
+        self.no_v3_processes = no_v3_processes
         self.calls: list[str] = []
 
     def _field(self, handle: int, name: str) -> str:
@@ -325,6 +331,18 @@ class FakeNvml:
         )
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[SimpleNamespace]:
+        if self.no_v3_processes:
+            return pynvml.throwOnVersionMismatch(self._function_not_found)(h)  # type: ignore[no-any-return]
+        return self._processes(h)
+
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, h: int) -> list[SimpleNamespace]:
+        return self._processes(h)
+
+    @staticmethod
+    def _function_not_found(_h: int) -> list[SimpleNamespace]:
+        raise _nvml_error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+
+    def _processes(self, h: int) -> list[SimpleNamespace]:
         device = self.devices[h]
         assert not isinstance(device, int)
         found = json.loads(device.get("processes", "[]"))
@@ -402,6 +420,13 @@ def nvml_busy() -> FakeNvml:
     return fake
 
 
+def nvml_busy_without_v3() -> FakeNvml:
+    """The busy H100s on a driver whose NVML lacks nvmlDeviceGetComputeRunningProcesses_v3."""
+    fake = nvml_busy()
+    fake.no_v3_processes = True
+    return fake
+
+
 def nvml_old_driver() -> FakeNvml:
     driver, cuda, fields = xml_device("nvidia-smi-q-x_tesla-t4_515.105.01.xml")
     return FakeNvml(driver, cuda, [fields], old_driver=True)
@@ -410,6 +435,59 @@ def nvml_old_driver() -> FakeNvml:
 def nvml_mig() -> FakeNvml:
     device = query_csv_device("nvidia-smi-query-csv_h100-mig_590.48.01.csv")
     return FakeNvml(device["driver_version"], cuda_from_banner("nvidia-smi_h100_590.48.01.txt"), [device])
+
+
+def table_devices(fixture: str, **extra: str) -> tuple[str, int, list[dict[str, str]]]:
+    """(driver, CUDA, devices) from a real plain `nvidia-smi` table: name, persistence mode, memory, compute
+    and MIG mode as printed; `extra` adds what a table does not show (e.g. compute_cap from a capture of the
+    same product)."""
+    text = real(fixture)
+    driver = re.search(r"Driver Version: (\S+)", text)
+    assert driver, fixture
+    rows = re.finditer(
+        r"^\|\s+(\d+)\s+(NVIDIA [^|]*?)\s+(On|Off)\s+\|.*\n"
+        r"^\|[^|]*\|\s+(\d+)MiB\s+/\s+(\d+)MiB\s+\|\s+\S+\s+(\S+)\s+\|\n"
+        r"(?:^\|[^|]*\|[^|]*\|\s+(\S+)\s+\|)?",
+        text,
+        re.M,
+    )
+    devices = [
+        {
+            "name": m.group(2).strip(),
+            "persistence_mode": "Enabled" if m.group(3) == "On" else "Disabled",
+            "memory.used": m.group(4),
+            "memory.total": m.group(5),
+            "compute_mode": m.group(6),
+            "mig.mode.current": m.group(7) or "[N/A]",
+            **extra,
+        }
+        for m in rows
+    ]
+    assert devices, fixture
+    return driver.group(1), cuda_from_banner(fixture), devices
+
+
+def nvml_h100x8_r535() -> FakeNvml:
+    """8x H100 on driver 535.161.08 (CUDA 12.2) in a KubeRay pod; cc 9.0 from the H100 capture."""
+    cc = query_csv_device("nvidia-smi-query-csv_h100_590.48.01.csv")["compute_cap"]
+    driver, cuda, devices = table_devices("nvidia-smi_h100x8_535.161.08_kuberay-pod.txt", compute_cap=cc)
+    return FakeNvml(driver, cuda, devices)
+
+
+def nvml_query_csv(fixture: str, banner: str, count: int = 1) -> FakeNvml:
+    """`count` GPUs like the one of a real `--query-gpu` capture; the CUDA version from its plain banner."""
+    device = query_csv_device(fixture)
+    return FakeNvml(device["driver_version"], cuda_from_banner(banner), [device] * count)
+
+
+def nvml_xml(fixture: str) -> FakeNvml:
+    driver, cuda, fields = xml_device(fixture)
+    return FakeNvml(driver, cuda, [fields])
+
+
+def nvml_table(fixture: str, **extra: str) -> FakeNvml:
+    driver, cuda, devices = table_devices(fixture, **extra)
+    return FakeNvml(driver, cuda, devices)
 
 
 def nvml_wsl2_two_3090() -> FakeNvml:

@@ -243,3 +243,53 @@ def test_compute_capability_coverage(cc: tuple[int, int], status: str, via: str 
 def test_arch_specific_cubins_cover_only_their_own_capability() -> None:
     assert coverage((9, 0), ["sm_90a"]).status == "native"
     assert coverage((10, 0), ["sm_90a"]).status == "none"
+
+
+def test_a_driver_without_the_v3_process_query_falls_back_to_v2() -> None:
+    """pynvml raises NVMLLibraryMismatchError (not an NVMLError) for the unversioned call; _v2 answers."""
+    snap = hosts.snapshot(hosts.nvml_busy_without_v3())
+    assert snap.error is None
+    busy = snap.gpus[0]
+    assert busy.processes is not None and len(busy.processes) == 3
+    assert busy.query_errors["nvmlDeviceGetComputeRunningProcesses"].startswith("NVMLLibraryMismatchError: ")
+    assert snap.gpus[1].processes == ()
+
+
+class _Raising(hosts.FakeNvml):
+    """A binding whose calls raise what pynvml never documents: every query must still come back."""
+
+    def __init__(self, broken: str) -> None:
+        fake = hosts.nvml_h100s(2)
+        super().__init__(fake.driver, fake.cuda, fake.devices)
+        self.broken = broken
+
+    def __getattribute__(self, name: str):  # type: ignore[no-untyped-def]
+        if name == object.__getattribute__(self, "broken"):
+            raise_it = lambda *_a: (_ for _ in ()).throw(RuntimeError(f"{name} exploded"))  # noqa: E731
+            return raise_it
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "nvmlDeviceGetEccMode",
+        "nvmlDeviceGetComputeRunningProcesses",
+        "nvmlDeviceGetRemappedRows",
+        "nvmlDeviceGetCudaComputeCapability",
+    ],
+)
+def test_an_optional_query_that_raises_anything_is_na_and_recorded(broken: str) -> None:
+    snap = nvml.collect(lib=_Raising(broken))
+    assert snap.error is None and [g.error for g in snap.gpus] == [None, None]
+    assert snap.gpus[0].query_errors == {broken: f"RuntimeError: {broken} exploded"}
+    assert snap.gpus[0].name == "NVIDIA H100 80GB HBM3"
+
+
+def test_a_required_query_that_raises_anything_is_a_fact_not_a_crash() -> None:
+    lost = nvml.collect(lib=_Raising("nvmlDeviceGetName"))
+    assert [g.error for g in lost.gpus] == ["RuntimeError: nvmlDeviceGetName exploded"] * 2
+    fake = _Raising("nvmlSystemGetDriverVersion")
+    broken = nvml.collect(lib=fake)
+    assert broken.error is not None and broken.error.nvml_class == "RuntimeError"
+    assert fake.calls[-1] == "nvmlShutdown"

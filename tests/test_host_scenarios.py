@@ -107,10 +107,16 @@ CASES = [
          p(hosts.nvml_h100s, tf=lambda: replace(TF(gpus=2), build_info={
              **TF().build_info, "cuda_compute_capabilities": ["sm_60", "sm_70", "sm_80", "sm_89"]})),
          23, "tensorflow.compute_cap", ("sm_90",), ("compute capability 9.0",)),
+    Case("H100 on R535 (CUDA 12.2): the build's only code for cc 9.0 is CUDA 12.5 PTX", hosts.docker_with_toolkit,
+         p(hosts.nvml_h100x8_r535, tf=lambda: TF(gpus=8)), 13, "tensorflow.driver_compat",
+         ("upgrade the host's NVIDIA driver", "CUDA 12.5.1"),
+         ("driver 535.161.08 (branch R535)", "only PTX for compute capability 9.0", "UNSUPPORTED_PTX_VERSION")),
     # --- health and count
     Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
          p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
          ("805 aggregate uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("NVML without ..._v3: pynvml's NVMLLibraryMismatchError, processes read through _v2",
+         hosts.docker_with_toolkit, p(hosts.nvml_busy_without_v3, tf=lambda: TF(gpus=2)), 0, None),
     Case("one GPU lost: TensorFlow sees one, --min-gpus 2", hosts.docker_with_toolkit,
          p(hosts.nvml_one_gpu_lost, tf=lambda: TF(gpus=1)), 30, "devices.count", ("--min-gpus",),
          ("1 usable GPU(s) (/gpu:0), fewer than --min-gpus 2",)),

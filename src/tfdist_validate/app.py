@@ -18,6 +18,7 @@ from tfdist_validate.context import Context, Deadline
 from tfdist_validate.errors import Terminated, UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.probes import Probes
+from tfdist_validate.record import Recording, RecordingSession, recording_probes
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import WriteError, shown, write_output
 from tfdist_validate.report.heartbeat import Heartbeat, HeartbeatTiming
@@ -77,8 +78,10 @@ class Session:
         stderr: TextIO,
         cluster: ClusterConfig | None = None,
         tf: TensorFlowSession | None = None,
+        replay_of: str | None = None,
     ) -> None:
         self.command = command
+        self.replay_of = replay_of
         self.settings = settings
         self.env = env
         self.stdout = stdout
@@ -92,16 +95,19 @@ class Session:
         )
         out = stderr if settings.json == "-" else stdout
         deadline = Deadline.after(settings.timeout)
+        # every answer a verdict is decided from goes into the report, so that `replay` can decide it again
+        self.recording = Recording(tf_config=env.get("TF_CONFIG"))
+        session = tf or tfsession.for_command(command, env, out, self.human.clear_status)
         self.ctx = Context(
             settings,
             command,
             env,
             deadline,
-            probes,
+            recording_probes(probes, self.recording),
             cluster=cluster,
             out=out,
             clear_status=self.human.clear_status,
-            tf=tf or tfsession.for_command(command, env, out, self.human.clear_status),
+            tf=RecordingSession(session, self.recording),
         )
         self.results: list[CheckResult] = []
         self.current: Check | None = None
@@ -152,6 +158,7 @@ class Session:
             results=self.results,
             verdict=verdict,
             facts=self.ctx.sections,
+            recorded=self.recording.to_json(),
         )
         self._write_reports(report, verdict)
         self.human.verdict(verdict, self.settings.json)
@@ -174,7 +181,8 @@ class Session:
                 write_output(self.settings.json, text, deadline)
             except WriteError as err:
                 self.human.note(f"could not write the report to {shown(self.settings.json)}: {err.strerror}")
-        path = self.settings.termination_log or termination.default_path()
+        # a replay tells the pod it runs in nothing unless asked: the verdict is about another node
+        path = self.settings.termination_log or (None if self.replay_of else termination.default_path())
         if path:
             message = termination.compose(verdict, self.results, self.settings.json)
             problem = termination.write(path, message, deadline)
@@ -192,14 +200,26 @@ def execute(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     heartbeat: HeartbeatTiming | None = None,
+    replay_of: str | None = None,
 ) -> int:
-    """`tf`: the TensorFlow session (tfsession.py); by default `run` shares one process, `check` asks once."""
+    """`tf`: the TensorFlow session (tfsession.py); by default `run` shares one process, `check` asks once.
+    `replay_of`: the report whose recorded facts `probes` and `tf` answer from (replay.py)."""
     _check_report_path(settings)
     cluster = tf_config.load(env)  # a bad TF_CONFIG is exit 2 before anything runs
     session = Session(
-        command, settings, env, probes or Probes(), stdout or sys.stdout, stderr or sys.stderr, cluster, tf
+        command,
+        settings,
+        env,
+        probes or Probes(),
+        stdout or sys.stdout,
+        stderr or sys.stderr,
+        cluster,
+        tf,
+        replay_of,
     )
     detail = f"{settings.cpu_replicas} logical CPU replicas" if settings.cpu_replicas else ""
+    if replay_of:
+        detail = f"replay of {shown(replay_of)}" + (f", {detail}" if detail else "")
     session.human.header(TOOL_NAME, __version__, command, detail)
     tensorflow = session.ctx.tf
 

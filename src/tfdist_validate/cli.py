@@ -1,4 +1,4 @@
-"""The command line: `tfdist-validate [run|check|diagnose|bundle|exit-codes|schema] ...`. main() -> int."""
+"""The command line: `tfdist-validate [run|check|diagnose|bundle|replay|...] ...`; main() -> int."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.options import BY_NAME, CONFIG_ENV, OPTIONS
 from tfdist_validate.signals import stop_signals_raise
 
-COMMANDS = ("run", "check", "diagnose", "bundle", "exit-codes", "schema")
+COMMANDS = ("run", "check", "diagnose", "bundle", "replay", "exit-codes", "schema")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -80,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
             option.flag, dest=name, metavar=option.metavar, help=f"{option.help} (env {option.env})"
         )
 
+    replay = sub.add_parser(
+        "replay", help="decide a recorded report's verdict again from its facts (report.json or a bundle)"
+    )
+    replay.add_argument(
+        "file", metavar="FILE", help="report.json written by run / check, or a bundle .tar.gz"
+    )
+    _add_validation_options(replay)
+
     codes = sub.add_parser("exit-codes", help="print the exit-code table")
     codes.add_argument("--json", action="store_true", help='a list of {"code", "name", "meaning"}')
 
@@ -106,6 +114,15 @@ def _cmd_validate(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         given["config"] = args.config
     resolved = settings.resolve(given, env)
     return app.execute(args.command, resolved, env)
+
+
+def _cmd_replay(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from tfdist_validate import replay, settings
+
+    given = {o.name: getattr(args, o.name) for o in OPTIONS if getattr(args, o.name) is not None}
+    if args.config is not None:
+        given["config"] = args.config
+    return replay.run(args.file, settings.resolve(given, env), env)
 
 
 def _cmd_exit_codes(args: argparse.Namespace, _env: Mapping[str, str]) -> int:
@@ -161,6 +178,7 @@ _HANDLERS: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
     "check": _cmd_validate,
     "diagnose": _cmd_diagnose,
     "bundle": _cmd_bundle,
+    "replay": _cmd_replay,
     "exit-codes": _cmd_exit_codes,
     "schema": _cmd_schema,
 }

@@ -15,7 +15,6 @@ from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import DriverSnapshot, Gpu
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes import nvidia_smi
-from tfdist_validate.probes import nvml as nvml_probe
 from tfdist_validate.probes.nvidia_smi import SmiAnswer
 from tfdist_validate.result import Layer, Outcome, failed, passed, warned
 from tfdist_validate.runner import Check
@@ -38,7 +37,7 @@ def _nvidia_smi(ctx: Context, facts: RuntimeFacts | None) -> SmiAnswer:
 
 def check_driver(ctx: Context) -> Outcome:
     facts = ctx.facts.runtime
-    nvml = nvml_probe.within(ctx.probes.nvml, min(NVML_TIMEOUT_S, max(1.0, ctx.deadline.remaining())))
+    nvml = ctx.probes.ask_nvml(min(NVML_TIMEOUT_S, max(1.0, ctx.deadline.remaining())))
     smi = _nvidia_smi(ctx, facts)
     details: dict[str, Any] = {
         "nvml_error": nvml.error.to_json() if nvml and nvml.error else None,

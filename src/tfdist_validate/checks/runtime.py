@@ -11,7 +11,7 @@ from typing import Any
 from tfdist_validate.checks import fixes
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host.runtime import RuntimeFacts, read_runtime
+from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import DRY_RUN, Check
 
@@ -75,7 +75,7 @@ def _report(facts: RuntimeFacts) -> dict[str, Any]:
 
 
 def check_environment(ctx: Context) -> Outcome:
-    facts = read_runtime(ctx.root, ctx.env)
+    facts = ctx.probes.runtime(ctx.root, ctx.env)
     ctx.facts.runtime = facts
     ctx.section("host").update(_report(facts))
     parts = [label(facts)]

@@ -110,9 +110,32 @@ def check_driver_compat(ctx: Context) -> Outcome:
     }
     if not compat.ok:
         return failed(ExitCode.DRIVER_TOO_OLD, compat.reason, _upgrade_hint(build_cuda, runtime), details)
+    jit = jit_capabilities(ctx) if compat.minor_compat else []
+    if jit:
+        # Minor-version compatibility runs the build's cubins, never its PTX: PTX from a newer toolkit fails
+        # to load (CUDA_ERROR_UNSUPPORTED_PTX_VERSION) on an older driver. A GPU the build reaches only via
+        # PTX (H100/H200, cc 9.0, on builds that ship compute_90) has no kernel at all on this driver.
+        return failed(
+            ExitCode.DRIVER_TOO_OLD,
+            f"{_driver_named(snapshot.driver_version, runtime)} supports CUDA {snapshot.cuda_version}, older"
+            f" than the build's CUDA {build_cuda}, and the build carries only PTX for compute capability"
+            f" {', '.join(jit)}: that PTX cannot be JIT-compiled by this driver"
+            " (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), so these GPUs have no kernels",
+            _upgrade_hint(build_cuda, runtime),
+            details | {"ptx_only": jit},
+        )
     if compat.minor_compat:
         return warned(compat.reason, _upgrade_hint(build_cuda, runtime), details)
     return passed(compat.reason, details)
+
+
+def _driver_named(version: str | None, runtime: RuntimeFacts | None) -> str:
+    """ "driver 535.161.08 (branch R535)": Linux data-center drivers are released and supported per branch,
+    named by the first number. A Windows (WSL2) driver's number does not name its branch, so none is given."""
+    numbers = version_tuple(version)
+    if not numbers or (runtime is not None and runtime.wsl2):
+        return f"driver {version}"
+    return f"driver {version} (branch R{numbers[0]})"
 
 
 def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:

@@ -60,6 +60,9 @@ class Gpu:
     processes: tuple[Process, ...] | None = None  # None: not reported
     clock_event_reasons: tuple[str, ...] | None = None  # active reasons; None: not reported
     error: str | None = None  # the GPU answered with an error (e.g. "GPU is lost"): data, not a crash
+    # NVML calls that raised something other than an NVML error, by function: their value is n/a. pynvml
+    # raises NVMLLibraryMismatchError (a plain Exception) where the driver lacks a versioned function.
+    query_errors: dict[str, str] = field(default_factory=dict)
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -95,6 +98,7 @@ class Gpu:
             if self.clock_event_reasons is None
             else list(self.clock_event_reasons),
             "error": self.error,
+            "query_errors": dict(self.query_errors),
         }
 
 

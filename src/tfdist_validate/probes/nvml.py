@@ -2,8 +2,9 @@
 
 `collect()` opens one NVML session (nvmlInit ... nvmlShutdown), reads every fact the driver and health layers
 need, and returns a plain `DriverSnapshot`; `within()` runs it under a deadline (the one place that does).
-Nothing here raises for an NVML error: a failed init becomes `snapshot.error`, a lost GPU becomes `gpu.error`,
-and a query an old driver does not know becomes "n/a".
+Nothing here raises, whatever pynvml raises: a failed init becomes `snapshot.error`, a lost GPU becomes
+`gpu.error`, and a query an old driver does not know becomes "n/a" (with what it raised in `gpu.query_errors`
+when that was not an NVML error, such as pynvml's NVMLLibraryMismatchError).
 
 `lib` is the pynvml module; tests pass a stand-in object with the same functions and pynvml's own exception
 classes, built from recorded nvidia-smi outputs, instead of patching pynvml process-wide.
@@ -12,6 +13,7 @@ classes, built from recorded nvidia-smi outputs, instead of patching pynvml proc
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -66,17 +68,17 @@ def collect(lib: Any = None) -> DriverSnapshot:
         lib = pynvml
     try:
         lib.nvmlInit()
-    except lib.NVMLError as err:
+    except Exception as err:  # an NVMLError, or whatever a broken binding raises: a fact, never a crash
         return DriverSnapshot("nvml", _error(err))
     try:
         driver = _text(lib.nvmlSystemGetDriverVersion())
         cuda = _query(lib, "nvmlSystemGetCudaDriverVersion", default=None)
         gpus = tuple(_gpu(lib, i) for i in range(lib.nvmlDeviceGetCount()))
         return DriverSnapshot("nvml", None, driver, cuda, gpus)
-    except lib.NVMLError as err:
+    except Exception as err:
         return DriverSnapshot("nvml", _error(err))
     finally:
-        with contextlib.suppress(lib.NVMLError):  # nothing to release if the session already broke
+        with contextlib.suppress(Exception):  # nothing to release if the session already broke
             lib.nvmlShutdown()
 
 
@@ -115,8 +117,12 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _query(lib: Any, name: str, *args: Any, default: Any = NA) -> Any:
-    """One NVML call; "not supported here" (or a binding too old to have it) is `default`, not an error."""
+def _query(lib: Any, name: str, *args: Any, default: Any = NA, errors: dict[str, str] | None = None) -> Any:
+    """One NVML call; "not supported here" (or a binding too old to have it) is `default`, not an error.
+
+    An NVML error that is not about support (GPU lost) propagates: it is a fact about the GPU. Anything else
+    pynvml raises (NVMLLibraryMismatchError, a plain Exception, where the driver lacks the versioned function
+    the unversioned name calls) makes only this value unknown; `errors` records what it was."""
     fn = getattr(lib, name, None)
     if fn is None:
         return default
@@ -126,28 +132,37 @@ def _query(lib: Any, name: str, *args: Any, default: Any = NA) -> Any:
         if getattr(err, "value", None) in _ABSENT:
             return default
         raise
+    except Exception as err:
+        if errors is not None:
+            errors[name] = f"{type(err).__name__}: {err}"
+        return default
 
 
 def _gpu(lib: Any, index: int) -> Gpu:
     try:
         handle = lib.nvmlDeviceGetHandleByIndex(index)
         return _read_gpu(lib, index, handle)
-    except lib.NVMLError as err:
+    except Exception as err:
         # one broken GPU ("GPU is lost", "Unknown Error") is a fact about that GPU, not about the others
         return Gpu(index=index, error=f"{type(err).__name__}: {err}")
 
 
+Ask = Callable[..., Any]  # _query with lib and the GPU's error record bound
+
+
 def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
-    memory = _query(lib, "nvmlDeviceGetMemoryInfo", handle, default=None)
-    cc = _query(lib, "nvmlDeviceGetCudaComputeCapability", handle, default=None)
-    mig = _query(lib, "nvmlDeviceGetMigMode", handle, default=None)
-    persistence = _query(lib, "nvmlDeviceGetPersistenceMode", handle, default=None)
-    ecc = _query(lib, "nvmlDeviceGetEccMode", handle, default=None)
-    mode = _query(lib, "nvmlDeviceGetComputeMode", handle, default=None)
+    errors: dict[str, str] = {}
+    ask: Ask = functools.partial(_query, lib, errors=errors)
+    memory = ask("nvmlDeviceGetMemoryInfo", handle, default=None)
+    cc = ask("nvmlDeviceGetCudaComputeCapability", handle, default=None)
+    mig = ask("nvmlDeviceGetMigMode", handle, default=None)
+    persistence = ask("nvmlDeviceGetPersistenceMode", handle, default=None)
+    ecc = ask("nvmlDeviceGetEccMode", handle, default=None)
+    mode = ask("nvmlDeviceGetComputeMode", handle, default=None)
     return Gpu(
         index=index,
         name=_text(lib.nvmlDeviceGetName(handle)),
-        uuid=_text(_query(lib, "nvmlDeviceGetUUID", handle)),
+        uuid=_text(ask("nvmlDeviceGetUUID", handle)),
         memory_total_mib=None if memory is None else round(memory.total / _MIB, 1),
         memory_used_mib=None if memory is None else round(memory.used / _MIB, 1),
         compute_capability=None if cc is None else f"{cc[0]}.{cc[1]}",
@@ -156,14 +171,15 @@ def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
         compute_mode=NA if mode is None else _COMPUTE_MODES.get(mode, f"mode {mode}"),
         ecc_mode=NA if ecc is None else _enabled(ecc[0]),
         ecc_errors={
-            f"{counter}_{kind}": _query(lib, "nvmlDeviceGetTotalEccErrors", handle, error_type, counter_type)
+            f"{counter}_{kind}": ask("nvmlDeviceGetTotalEccErrors", handle, error_type, counter_type)
             for counter, counter_type in _COUNTER.items()
             for kind, error_type in _MEMORY_ERROR.items()
         },
-        retired_pages=_retired_pages(lib, handle),
-        remapped_rows=_remapped_rows(lib, handle),
-        processes=_processes(lib, handle),
-        clock_event_reasons=_clock_events(lib, handle),
+        retired_pages=_retired_pages(ask, handle),
+        remapped_rows=_remapped_rows(ask, handle),
+        processes=_processes(ask, handle),
+        clock_event_reasons=_clock_events(ask, handle),
+        query_errors=errors,
     )
 
 
@@ -171,10 +187,10 @@ def _enabled(value: int) -> str:
     return "Enabled" if value else "Disabled"
 
 
-def _retired_pages(lib: Any, handle: Any) -> dict[str, Any]:
-    single = _query(lib, "nvmlDeviceGetRetiredPages", handle, 0, default=None)
-    double = _query(lib, "nvmlDeviceGetRetiredPages", handle, 1, default=None)
-    pending = _query(lib, "nvmlDeviceGetRetiredPagesPendingStatus", handle, default=None)
+def _retired_pages(ask: Ask, handle: Any) -> dict[str, Any]:
+    single = ask("nvmlDeviceGetRetiredPages", handle, 0, default=None)
+    double = ask("nvmlDeviceGetRetiredPages", handle, 1, default=None)
+    pending = ask("nvmlDeviceGetRetiredPagesPendingStatus", handle, default=None)
     return {
         "single_bit": NA if single is None else len(single),
         "double_bit": NA if double is None else len(double),
@@ -182,8 +198,8 @@ def _retired_pages(lib: Any, handle: Any) -> dict[str, Any]:
     }
 
 
-def _remapped_rows(lib: Any, handle: Any) -> dict[str, Any]:
-    rows = _query(lib, "nvmlDeviceGetRemappedRows", handle, default=None)
+def _remapped_rows(ask: Ask, handle: Any) -> dict[str, Any]:
+    rows = ask("nvmlDeviceGetRemappedRows", handle, default=None)
     if rows is None:
         return dict.fromkeys(("correctable", "uncorrectable", "pending", "failure"), NA)
     correctable, uncorrectable, pending, failure = rows
@@ -195,8 +211,17 @@ def _remapped_rows(lib: Any, handle: Any) -> dict[str, Any]:
     }
 
 
-def _processes(lib: Any, handle: Any) -> tuple[Process, ...] | None:
-    found = _query(lib, "nvmlDeviceGetComputeRunningProcesses", handle, default=None)
+# pynvml's unversioned name calls its newest struct (_v3); on a driver without the _v3 function pynvml raises
+# NVMLLibraryMismatchError, whose message tells the caller to use _v2 instead.
+_PROCESS_QUERIES = ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2")
+
+
+def _processes(ask: Ask, handle: Any) -> tuple[Process, ...] | None:
+    found = None
+    for name in _PROCESS_QUERIES:
+        found = ask(name, handle, default=None)
+        if found is not None:
+            break
     if found is None:
         return None
     result = []
@@ -206,11 +231,11 @@ def _processes(lib: Any, handle: Any) -> tuple[Process, ...] | None:
     return tuple(result)
 
 
-def _clock_events(lib: Any, handle: Any) -> tuple[str, ...] | None:
+def _clock_events(ask: Ask, handle: Any) -> tuple[str, ...] | None:
     # "throttle reasons" became "clocks event reasons" in NVML 12.2; older drivers know only the old name
-    mask = _query(lib, "nvmlDeviceGetCurrentClocksEventReasons", handle, default=None)
+    mask = ask("nvmlDeviceGetCurrentClocksEventReasons", handle, default=None)
     if mask is None:
-        mask = _query(lib, "nvmlDeviceGetCurrentClocksThrottleReasons", handle, default=None)
+        mask = ask("nvmlDeviceGetCurrentClocksThrottleReasons", handle, default=None)
     if mask is None:
         return None
     return tuple(name for bit, name in CLOCK_EVENT_BITS.items() if mask & bit)

@@ -65,7 +65,27 @@ GPU = _strict(
         },
         "clock_event_reasons": {"type": ["array", "null"], "items": _STR},
         "error": _STR_OR_NULL,
-    }
+        "query_errors": {"type": "object", "additionalProperties": _STR},
+    },
+    # query_errors came later: a report of the same major without it is still valid
+    required=[
+        "index",
+        "name",
+        "uuid",
+        "memory_total_mib",
+        "memory_used_mib",
+        "compute_capability",
+        "mig_mode",
+        "persistence_mode",
+        "compute_mode",
+        "ecc_mode",
+        "ecc_errors",
+        "retired_pages",
+        "remapped_rows",
+        "processes",
+        "clock_event_reasons",
+        "error",
+    ],
 )
 
 _PROBE_ERROR = _strict(

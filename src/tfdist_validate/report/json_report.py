@@ -37,7 +37,9 @@ def build(
     results: Sequence[CheckResult],
     verdict: Verdict,
     facts: Mapping[str, Mapping[str, Any]],
+    recorded: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """`recorded`: the probes' answers (record.py), which `replay` decides from again."""
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": TOOL_NAME, "version": __version__, "image": image_facts(env)},
@@ -52,6 +54,7 @@ def build(
         "cluster": dict(facts["cluster"]) if "cluster" in facts else None,
         "settings": settings.to_json(),
         "pid": os.getpid(),
+        "facts": None if recorded is None else dict(recorded),
     }
 
 

@@ -201,5 +201,22 @@ SCHEMA: dict[str, Any] = {
         "cluster": {"type": ["object", "null"]},
         "settings": {"type": "object"},
         "pid": {"type": "integer"},
+        # what the probes answered (record.py): what `replay` decides from; null in reports without it
+        "facts": {
+            "type": ["object", "null"],
+            "required": ["format", "runtime", "nvml", "commands", "tensorflow", "smoke"],
+            "properties": {
+                "format": {"type": "integer", "minimum": 1},
+                "runtime": {"type": ["object", "null"]},
+                "nvml": _closed(
+                    ["asked", "answer"],
+                    {"asked": {"type": "boolean"}, "answer": {"type": ["object", "null"]}},
+                ),
+                "commands": {"type": "array", "items": {"type": "object"}},
+                "tensorflow": {"type": ["object", "null"]},
+                "smoke": {"type": ["object", "null"]},
+                "tf_config": _STRING_OR_NULL,
+            },
+        },
     },
 }
