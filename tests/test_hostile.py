@@ -194,13 +194,13 @@ def _make_odd_file(path: Path, kind: str) -> None:
         os.mkfifo(path)
     elif kind == "zero device":
         os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 5))  # endless zeros, like /dev/zero
-    elif kind == "12 MB":
-        path.write_text("epochs: 3\n" + "#" * 12_000_000 + "\n")
+    elif kind == "70 MB":
+        path.write_text("epochs: 3\n" + "#" * 70_000_000 + "\n")
     else:
         path.mkdir()
 
 
-@pytest.mark.parametrize("kind", ["fifo", pytest.param("zero device", marks=root_only), "12 MB", "directory"])
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("zero device", marks=root_only), "70 MB", "directory"])
 def test_a_settings_file_that_is_not_a_small_regular_file_is_refused_unread(
     tmp_path: Path, kind: str
 ) -> None:
@@ -393,3 +393,12 @@ def test_run_cli_in_process_refuses_bad_values_without_a_traceback() -> None:
     # the in-process entry point (tests and `python -m`) goes through the same top-level handler
     result = run_cli(["check", "--min-gpus", "\uff13"])
     assert result.code == 2 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", pytest.param("zero device", marks=root_only), "70 MB", "directory"])
+def test_replay_of_a_file_that_is_not_a_small_regular_file_is_refused_unread(
+    tmp_path: Path, kind: str
+) -> None:
+    path = tmp_path / "report.json"
+    _make_odd_file(path, kind)
+    one_error_line(cli("replay", str(path)), str(path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
+import io
 import json
 import sys
 import tarfile
@@ -25,6 +26,7 @@ from tfdist_validate.codec import load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.host.gpus import DriverSnapshot, ProbeError
 from tfdist_validate.host.runtime import RuntimeFacts
+from tfdist_validate.inputs import InputError, read_regular_file
 from tfdist_validate.options import OPTIONS
 from tfdist_validate.probes import Probes
 from tfdist_validate.probes.commands import CommandResult
@@ -48,11 +50,11 @@ def read_report(path: str) -> dict[str, Any]:
     anything else, with one line saying why."""
     where = f"replay: {shown(path)}"
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(2)
-        raw = _from_bundle(path, where) if head == b"\x1f\x8b" else _read_limited(path)
-    except OSError as err:
-        raise UsageError(f"{where}: {err.strerror or err}") from None
+        raw = read_regular_file(path, MAX_REPORT_BYTES)
+    except InputError as err:
+        raise UsageError(f"{where}: {err.strerror}") from None
+    if raw[:2] == b"\x1f\x8b":  # gzip: a bundle
+        raw = _from_bundle(raw, where)
     try:
         report = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -74,17 +76,9 @@ def read_report(path: str) -> dict[str, Any]:
     return report
 
 
-def _read_limited(path: str) -> bytes:
-    with open(path, "rb") as handle:
-        raw = handle.read(MAX_REPORT_BYTES + 1)
-    if len(raw) > MAX_REPORT_BYTES:
-        raise UsageError(f"replay: {shown(path)}: larger than {MAX_REPORT_BYTES // 2**20} MiB, not a report")
-    return raw
-
-
-def _from_bundle(path: str, where: str) -> bytes:
+def _from_bundle(data: bytes, where: str) -> bytes:
     try:
-        with tarfile.open(path, "r:gz") as bundle:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as bundle:
             member = next(
                 (m for m in bundle.getmembers() if m.isfile() and Path(m.name).name == BUNDLE_REPORT), None
             )

@@ -7,13 +7,12 @@ Every bad value becomes a UsageError whose one line names the source (`config.ya
 from __future__ import annotations
 
 import difflib
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tfdist_validate.errors import UsageError
+from tfdist_validate.inputs import InputError, read_regular_file
 from tfdist_validate.jsonable import jsonable
 from tfdist_validate.options import BY_ENV, BY_NAME, CONFIG_ENV, OPTIONS, BadValue, Option
 
@@ -115,30 +114,16 @@ def load_config_file(path: str, source: str = "--config") -> dict[str, tuple[Any
 def _read_config_text(path: str, source: str) -> str:
     """The file's text, if it is a regular file of a sane size. A FIFO, a device (/dev/zero) or a huge file
     would hang the run or eat its memory before any watchdog exists: refused without reading."""
-    shown = _echo(path)
-    if not path.strip() or "\0" in path:
-        raise UsageError(f"{source}: config: {shown} is not allowed; expected the path of a YAML file")
     try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as err:
-        raise UsageError(f"{source}: cannot read {shown}: {err.strerror or err}") from None
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise UsageError(f"{source}: {shown} is not a regular file; give the path of a YAML file")
-    with os.fdopen(fd, "rb") as handle:
-        if info.st_size > CONFIG_MAX_BYTES:
-            raise UsageError(
-                f"{source}: {shown} is {info.st_size} bytes; a settings file is at most {CONFIG_MAX_BYTES}"
-            )
-        data = handle.read(CONFIG_MAX_BYTES + 1)  # it may grow while we read
-    if len(data) > CONFIG_MAX_BYTES:
-        raise UsageError(f"{source}: {shown} is over {CONFIG_MAX_BYTES} bytes; a settings file is smaller")
+        data = read_regular_file(path, CONFIG_MAX_BYTES)
+    except InputError as err:
+        raise UsageError(
+            f"{source}: cannot read {_echo(path)}: {err.strerror}; give the path of a YAML file"
+        ) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise UsageError(f"{source}: cannot read {shown}: not UTF-8 text ({err.reason})") from None
+        raise UsageError(f"{source}: cannot read {_echo(path)}: not UTF-8 text ({err.reason})") from None
 
 
 def _plain_yaml_loader(path: str) -> type[Any]:
