@@ -1,11 +1,15 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
-Usage: python benchmarks/diagnose_eval.py [--half read|held|all] [--show-misses]
+Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|all] [--show-misses]
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
 alternately to `read` (signatures may be learnt from it) and `held` (scored only at the end). It depends on
 nothing but the ids, so anyone can check that no excerpt was moved between halves.
+
+`held2` is a second round's held-back set: excerpts collected after the first round's `held` half had been
+scored (and so became readable), committed before any signature was changed from the first round's halves,
+and scored once, at the end of the second round. The split leaves them where they are.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 import yaml
 
+HELD2 = "held2"
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
@@ -30,6 +35,8 @@ def load() -> list[dict[str, Any]]:
 def split_halves(entries: list[dict[str, Any]]) -> dict[str, str]:
     by_category: dict[str, list[str]] = defaultdict(list)
     for entry in entries:
+        if entry.get("half") == HELD2:
+            continue
         by_category[entry["category"]].append(entry["id"])
     halves = {}
     for ids in by_category.values():
@@ -42,11 +49,12 @@ def write_split(entries: list[dict[str, Any]]) -> None:
     halves = split_halves(entries)
     out = []
     for line in EVAL.read_text(encoding="utf-8").splitlines():
-        if line.startswith("  half: "):
+        if line.startswith("  half: ") and line != f"  half: {HELD2}":
             continue
         out.append(line)
-        if line.startswith("- id: "):
-            out.append(f"  half: {halves[line[len('- id: ') :].strip()]}")
+        entry_id = line[len("- id: ") :].strip() if line.startswith("- id: ") else None
+        if entry_id in halves:
+            out.append(f"  half: {halves[entry_id]}")
     EVAL.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
@@ -68,7 +76,7 @@ def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("read", "held", "all"), default="read")
+    parser.add_argument("--half", choices=("read", "held", HELD2, "all"), default="read")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
     args = parser.parse_args()

@@ -73,6 +73,11 @@ NVIDIA_SMI = (
             "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
             ExitCode.CONTAINER_NO_GPU,
         ),
+        # `kubectl describe pod` events (the Kubernetes debugging guide shows the same table)
+        (
+            "  Normal  Scheduled  21m  default-scheduler  Successfully assigned kubeflow/train-0 to minikube",
+            ExitCode.CONTAINER_NO_GPU,
+        ),
     ],
 )
 def test_one_line_means_different_things_in_different_places(evidence: str, code: ExitCode) -> None:

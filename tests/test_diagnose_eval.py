@@ -45,16 +45,29 @@ def test_no_excerpt_comes_from_a_thread_signatures_were_learnt_from() -> None:
 
 def test_each_excerpt_is_in_the_half_its_id_puts_it_in() -> None:
     halves = _script().split_halves(EVAL)
-    assert {e["id"]: e["half"] for e in EVAL} == halves
-    for category in {e["category"] for e in EVAL}:
-        counts = Counter(e["half"] for e in EVAL if e["category"] == category)
+    first_round = [e for e in EVAL if e["half"] != "held2"]
+    assert {e["id"]: e["half"] for e in first_round} == halves
+    for category in {e["category"] for e in first_round}:
+        counts = Counter(e["half"] for e in first_round if e["category"] == category)
         assert abs(counts["read"] - counts["held"]) <= 1, category
+
+
+def test_second_round_held_back_set_covers_every_category() -> None:
+    """held2: at least 60 excerpts from threads used nowhere else, at least 4 per category, more for the
+    categories the first round's held half scored below 0.75 (container, WSL2, compute capability)."""
+    held2 = Counter(e["category"] for e in EVAL if e["half"] == "held2")
+    assert sum(held2.values()) >= 60
+    assert set(held2) == {e["category"] for e in EVAL if e["half"] != "held2"}
+    assert min(held2.values()) >= 4
+    assert min(held2["container"], held2["wsl2"], held2["compute-capability"]) >= 7
 
 
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
-    the end (56/66 and 50/59, README). A change that loses a right answer on either half fails here."""
+    the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
+    held2 was scored once, at the end of round 2 (46/61). A change that loses a right answer on any half
+    fails here."""
     script = _script()
-    for half, floor in (("read", 56), ("held", 50)):
+    for half, floor in (("read", 56), ("held", 51), ("held2", 46)):
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
         assert right >= floor, (half, right, total)
