@@ -114,7 +114,10 @@ CASES = [
     # --- health and count
     Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
          p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
-         ("805 aggregate uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+         ("27 volatile uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("lifetime ECC errors only, no remap pending or failed: healthy, the count shown", hosts.docker_with_toolkit,
+         p(hosts.nvml_lifetime_ecc_only, tf=lambda: TF(gpus=2)), 0, None, (),
+         (), {"fail_on_health": "true"}),
     Case("NVML without ..._v3: pynvml's NVMLLibraryMismatchError, processes read through _v2",
          hosts.docker_with_toolkit, p(hosts.nvml_busy_without_v3, tf=lambda: TF(gpus=2)), 0, None),
     Case("one GPU lost: TensorFlow sees one, --min-gpus 2", hosts.docker_with_toolkit,
@@ -193,6 +196,26 @@ def test_health_problems_warn_by_default(tmp_path: Path) -> None:
     check = result.check("health.gpus")
     assert result.code == 0 and check["status"] == "warn"
     assert "3 other process(es) hold 11052 MiB (pid 21180, 21181, 21198)" in check["summary"]
+
+
+def test_lifetime_ecc_errors_are_information(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_lifetime_ecc_only(), tf=TF(gpus=2))
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path, fail_on_health="true"
+    )
+    check = result.check("health.gpus")
+    assert result.code == 0 and check["status"] == "pass"
+    assert "lifetime uncorrected ECC errors {'GPU 1': 805}" in check["summary"]
+    assert check["details"]["aggregate_uncorrected_ecc"] == {"GPU 1": 805}
+
+
+def test_r535_layout_break_names_the_real_processes(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_busy_r535_layout_break(), tf=TF(gpus=2))
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
+    assert (
+        "3 other process(es) hold 11052 MiB (pid 21180, 21181, 21198)"
+        in result.check("health.gpus")["summary"]
+    )
 
 
 def test_single_gpu_with_min_gpus_1_warns_one_replica(tmp_path: Path) -> None:
