@@ -246,10 +246,34 @@ def test_lost_gpu_is_data_not_a_crash(tmp_path: Path) -> None:
     probe_set = hosts.probes(hosts.nvml_one_gpu_lost(), tf=TF(gpus=1))
     result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
     assert result.check("driver.nvml")["status"] == "warn"
-    assert (
-        "GPU 1 does not answer (NVMLError_GpuIsLost: GPU is lost)" in result.check("health.gpus")["summary"]
-    )
+    assert "GPU 1 is lost (NVMLError_GpuIsLost: GPU is lost)" in result.check("health.gpus")["summary"]
     assert result.report["host"]["gpus"][1]["error"] == "NVMLError_GpuIsLost: GPU is lost"
+
+
+@pytest.mark.parametrize(
+    ("code", "meaning", "unhealthy"),
+    [
+        # NVML's documented return for a handle this process may not open; no public capture found
+        (pynvml.NVML_ERROR_NO_PERMISSION, "is not this container's GPU", False),
+        # "Unable to determine the device handle for GPU0000:65:00.0: Unknown Error -- only from container"
+        # (NVIDIA/nvidia-container-toolkit#69)
+        (pynvml.NVML_ERROR_UNKNOWN, "lost its device access in this container", True),
+    ],
+)
+def test_only_gpu_is_lost_means_lost(tmp_path: Path, code: int, meaning: str, unhealthy: bool) -> None:
+    fake = hosts.nvml_h100s(2)
+    fake.devices[1] = code
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"),
+        hosts.probes(fake, tf=TF(gpus=1)),
+        tmp_path,
+        min_gpus="1",
+    )
+    driver = result.check("driver.nvml")
+    assert f"GPU 1 {meaning}" in driver["summary"] and "lost GPU needs a reset" not in driver["hint"]
+    health = result.check("health.gpus")
+    assert (health["status"] == "warn") is unhealthy
+    assert ("reset" in health["summary"] + (health["hint"] or "")) is False
 
 
 def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:

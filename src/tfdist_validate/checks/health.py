@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks.nvml_errors import gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import Gpu
+from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
 
@@ -21,7 +23,7 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def problems(gpu: Gpu) -> tuple[list[str], list[str]]:
+def problems(gpu: Gpu, facts: RuntimeFacts | None = None) -> tuple[list[str], list[str]]:
     """(problems, hints) for one GPU.
 
     Uncorrected ECC errors are judged by the volatile counter (since the last driver load): the aggregate
@@ -33,7 +35,8 @@ def problems(gpu: Gpu) -> tuple[list[str], list[str]]:
     hints: list[str] = []
     where = f"GPU {gpu.index}"
     if gpu.error:
-        return [f"{where} does not answer ({gpu.error})"], ["a lost GPU needs a reset or a reboot"]
+        counts, meaning, fix = gpu_error(gpu.error, facts)
+        return ([f"{where} {meaning} ({gpu.error})"], [fix]) if counts else ([], [])
     ecc = gpu.ecc_errors
     if _positive(ecc.get("volatile_uncorrected")):
         found.append(f"{where}: {ecc['volatile_uncorrected']} volatile uncorrected ECC errors")
@@ -77,7 +80,7 @@ def check_health(ctx: Context) -> Outcome:
     found: list[str] = []
     hints: list[str] = []
     for gpu in snapshot.gpus:
-        gpu_found, gpu_hints = problems(gpu)
+        gpu_found, gpu_hints = problems(gpu, ctx.facts.runtime)
         found += gpu_found
         hints += [h for h in gpu_hints if h not in hints]
     judged = "NVML" if snapshot.source == "nvml" else "nvidia-smi (no ECC, page or clock counters)"
