@@ -276,6 +276,23 @@ def test_only_gpu_is_lost_means_lost(tmp_path: Path, code: int, meaning: str, un
     assert ("reset" in health["summary"] + (health["hint"] or "")) is False
 
 
+@pytest.mark.parametrize(
+    ("visible", "says", "never"),
+    [
+        ("void", "comes from an nvidia-ctk CDI spec", "unset it"),  # nvidia-ctk's spec: containerEdits.env
+        ("none", "asks the NVIDIA runtime for no GPU: unset it", "CDI spec"),
+    ],
+)
+def test_nvidia_visible_devices_void_is_cdi_not_a_user_error(
+    tmp_path: Path, visible: str, says: str, never: str
+) -> None:
+    host = hosts.podman_without_gpus(tmp_path / "root")
+    host.env["NVIDIA_VISIBLE_DEVICES"] = visible
+    result = hosts.run_check(host, hosts.probes(), tmp_path)
+    hint = result.check("runtime.gpu_access")["hint"]
+    assert result.code == 11 and says in hint and never not in hint
+
+
 def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:
     result = hosts.run_check(
         hosts.docker_without_gpus(tmp_path / "root"), hosts.probes(), tmp_path, cpu_replicas="2"
