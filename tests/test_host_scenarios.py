@@ -293,6 +293,35 @@ def test_nvidia_visible_devices_void_is_cdi_not_a_user_error(
     assert result.code == 11 and says in hint and never not in hint
 
 
+def test_dry_run_never_asks_tensorflow_to_list_gpus(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_two_healthy(), tf=TF(gpus=2))
+    hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path, cpu_replicas="2")
+    assert probe_set.tf.listed_gpus == [False]
+    probe_set = hosts.probes(hosts.nvml_two_healthy(), tf=TF(gpus=2))
+    hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root2"), probe_set, tmp_path)
+    assert probe_set.tf.listed_gpus == [True]
+
+
+def test_the_facts_child_without_gpus_does_not_call_list_physical_devices() -> None:
+    from types import SimpleNamespace
+
+    from tfdist_validate.probes import tf_facts
+
+    def cuinit(kind: str) -> list[object]:
+        raise AssertionError(f"list_physical_devices({kind!r}) initialises CUDA on the GPUs")
+
+    tf = SimpleNamespace(
+        __version__="2.21.0",
+        sysconfig=SimpleNamespace(get_build_info=lambda: {"cuda_version": "12.5.1"}),
+        test=SimpleNamespace(is_built_with_cuda=lambda: True),
+        config=SimpleNamespace(list_physical_devices=cuinit),
+    )
+    facts = tf_facts.facts_of(tf, list_gpus=False)
+    assert facts["gpus"] == [] and facts["build_info"] == {"cuda_version": "12.5.1"}
+    with pytest.raises(AssertionError):
+        tf_facts.facts_of(tf)
+
+
 def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:
     result = hosts.run_check(
         hosts.docker_without_gpus(tmp_path / "root"), hosts.probes(), tmp_path, cpu_replicas="2"

@@ -42,7 +42,7 @@ def _build(facts: TfFacts) -> str:
 
 def check_import(ctx: Context) -> Outcome:
     timeout = max(1.0, min(TF_TIMEOUT_S, ctx.deadline.remaining()))
-    facts = ctx.tf.facts(timeout)
+    facts = ctx.tf.facts(timeout, list_gpus=not ctx.dry_run)
     ctx.facts.tensorflow = facts
     ctx.section("tensorflow").update(facts.to_json())
     if facts.timed_out:
