@@ -293,6 +293,32 @@ def test_nvidia_visible_devices_void_is_cdi_not_a_user_error(
     assert result.code == 11 and says in hint and never not in hint
 
 
+# tf.config.experimental.get_device_details' documented keys (device_name, compute_capability)
+_RTX_4080S = {"device_name": "NVIDIA GeForce RTX 4080 SUPER", "compute_capability": [8, 9]}
+_RTX_2080S = {"device_name": "NVIDIA GeForce RTX 2080 SUPER", "compute_capability": [7, 5]}
+
+
+@pytest.mark.parametrize(
+    ("details", "code", "status"),
+    [
+        ([_RTX_4080S], 0, "warn"),  # CUDA_VISIBLE_DEVICES=1: TensorFlow uses the 4080 SUPER alone
+        ([_RTX_2080S, _RTX_4080S], 23, "fail"),  # the run uses the unsupported card
+    ],
+)
+def test_compute_capability_is_judged_for_the_gpus_in_use(
+    tmp_path: Path, details: list[dict[str, object]], code: int, status: str
+) -> None:
+    """The 2080 SUPER + 4080 SUPER host, with a build narrowed to sm_80/sm_89/compute_90 so that the 2080
+    SUPER (cc 7.5) has no code: it fails the run only if the run uses it."""
+    build = {**TF().build_info, "cuda_compute_capabilities": ["sm_80", "sm_89", "compute_90"]}
+    tf = replace(TF(gpus=len(details)), build_info=build, gpu_details=tuple(details))
+    host = hosts.docker_with_toolkit(tmp_path / "root")
+    result = hosts.run_check(host, hosts.probes(hosts.nvml_two_healthy(), tf=tf), tmp_path, min_gpus="1")
+    check = result.check("tensorflow.compute_cap")
+    assert (result.code, check["status"]) == (code, status)
+    assert "GPU 0 (NVIDIA GeForce RTX 2080 SUPER, compute capability 7.5)" in check["summary"]
+
+
 def test_dry_run_never_asks_tensorflow_to_list_gpus(tmp_path: Path) -> None:
     probe_set = hosts.probes(hosts.nvml_two_healthy(), tf=TF(gpus=2))
     hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path, cpu_replicas="2")
