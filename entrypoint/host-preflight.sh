@@ -125,9 +125,12 @@ check_docker() {
     if [[ -n "${dockerd_pid}" ]] && have "${HOOK}"; then
         started=$(($(date +%s) - $(ps -o etimes= -p "${dockerd_pid}" | tr -d ' ')))
         hook_time=$(stat -L -c %Z "$(command -v "${HOOK}")")
+        # Only a hint: the ctime moves with every toolkit upgrade (and chmod, chown, restore), and dockerd
+        # needs the hook's presence at start-up, not its newest version, so this cannot prove a failure.
+        # The proof is `docker run --gpus all` itself (--image below).
         if [[ ${hook_time} -gt ${started} ]]; then
-            fail 11 "dockerd (pid ${dockerd_pid}) started before ${HOOK} was installed" \
-                "it registers its GPU driver only at start-up: sudo systemctl restart docker"
+            warn "${HOOK} changed after dockerd (pid ${dockerd_pid}) started (installed or upgraded since)" \
+                "if docker run --gpus all says 'could not select device driver', restart it: sudo systemctl restart docker"
         fi
     fi
 }
@@ -169,8 +172,16 @@ check_cdi
 if [[ -n "${image}" && ${status} -eq 0 ]]; then
     echo "running: docker run --rm --gpus all ${image} check"
     rc=0
-    docker run --rm --gpus all "${image}" check || rc=$?
-    if [[ ${rc} -eq 0 ]]; then pass "the image validated the GPUs it was given"; else fail "${rc}" "the image's check exited ${rc}" "tfdist-validate exit-codes explains it"; fi
+    said=$(docker run --rm --gpus all "${image}" check 2>&1) || rc=$?
+    printf '%s\n' "${said}"
+    if [[ ${rc} -eq 0 ]]; then
+        pass "the image validated the GPUs it was given"
+    elif grep -q 'could not select device driver' <<< "${said}"; then
+        fail 11 "dockerd has no GPU device driver: it started without ${HOOK} on its PATH" \
+            "install the NVIDIA Container Toolkit if missing, then: sudo systemctl restart docker"
+    else
+        fail "${rc}" "the image's check exited ${rc}" "tfdist-validate exit-codes explains it"
+    fi
 fi
 
 case ${status} in

@@ -10,6 +10,7 @@ are what the stand-in raises.
 from __future__ import annotations
 
 import csv
+import ctypes
 import json
 import re
 import xml.etree.ElementTree as ET
@@ -237,6 +238,7 @@ class FakeNvml:
         init_error: int | None = None,
         old_driver: bool = False,
         no_v3_processes: bool = False,
+        v3_layout_break: bool = False,
     ) -> None:
         self.driver = driver
         self.cuda = cuda
@@ -246,6 +248,8 @@ class FakeNvml:
         # a driver without nvmlDeviceGetComputeRunningProcesses_v3: pynvml's own wrapper turns the missing
         # function into NVMLLibraryMismatchError (a plain Exception); _v2 answers
         self.no_v3_processes = no_v3_processes
+        # drivers 535.43-535.86: _v3 writes 32-byte v3 entries that pynvml reads as 24-byte v2 ones
+        self.v3_layout_break = v3_layout_break
         self.calls: list[str] = []
 
     def _field(self, handle: int, name: str) -> str:
@@ -333,6 +337,8 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, h: int) -> list[SimpleNamespace]:
         if self.no_v3_processes:
             return pynvml.throwOnVersionMismatch(self._function_not_found)(h)  # type: ignore[no-any-return]
+        if self.v3_layout_break:
+            return _misread_as_v2(self._processes(h))
         return self._processes(h)
 
     def nvmlDeviceGetComputeRunningProcesses_v2(self, h: int) -> list[SimpleNamespace]:
@@ -362,6 +368,27 @@ class FakeNvml:
         if not value or value in _NA:
             raise _nvml_error(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return int(value, 16)
+
+
+class _ProcessInfoV3(ctypes.Structure):
+    """nvmlProcessInfo_v3_t as drivers 535.43-535.86 write it (XuehaiPan/nvitop#79 quotes the struct)."""
+
+    _fields_ = [
+        ("pid", ctypes.c_uint),
+        ("usedGpuMemory", ctypes.c_ulonglong),
+        ("gpuInstanceId", ctypes.c_uint),
+        ("computeInstanceId", ctypes.c_uint),
+        ("usedGpuCcProtectedMemory", ctypes.c_ulonglong),
+    ]
+
+
+def _misread_as_v2(procs: list[SimpleNamespace]) -> list[SimpleNamespace]:
+    """What pynvml returns there: the driver's v3 array read with pynvml's own v2 struct, byte for byte."""
+    written = (_ProcessInfoV3 * len(procs))(
+        *(_ProcessInfoV3(p.pid, p.usedGpuMemory, 0xFFFFFFFF, 0xFFFFFFFF, 0) for p in procs)
+    )
+    read = (pynvml.c_nvmlProcessInfo_v2_t * len(procs)).from_buffer(written)
+    return [SimpleNamespace(pid=e.pid, usedGpuMemory=e.usedGpuMemory) for e in read]
 
 
 def with_processes(device: Mapping[str, str], compute_apps_fixture: str) -> dict[str, str]:
@@ -411,6 +438,17 @@ def nvml_ecc_errors() -> FakeNvml:
     return fake
 
 
+def nvml_lifetime_ecc_only() -> FakeNvml:
+    """nvml_ecc_errors' GPU after its rows were remapped and the GPU reset: the aggregate count (805) stays,
+    the volatile count starts again at 0, no remap pending or failed (the state NVIDIA's memory error
+    management guide describes after a successful remap)."""
+    fake = nvml_ecc_errors()
+    repaired = dict(fake.devices[1])  # type: ignore[arg-type]
+    repaired.update({"ecc.errors.uncorrected.volatile.total": "0", "remapped_rows.failure": "No"})
+    fake.devices[1] = repaired
+    return fake
+
+
 def nvml_busy() -> FakeNvml:
     fake = nvml_h100s(2)
     fake.devices[0] = with_processes(
@@ -424,6 +462,15 @@ def nvml_busy_without_v3() -> FakeNvml:
     """The busy H100s on a driver whose NVML lacks nvmlDeviceGetComputeRunningProcesses_v3."""
     fake = nvml_busy()
     fake.no_v3_processes = True
+    return fake
+
+
+def nvml_busy_r535_layout_break() -> FakeNvml:
+    """The busy H100s on driver 535.54.03 (the A100 MIG capture's driver, telegraf a100-sxm4-v12.xml), one of
+    the drivers whose _v3 process query writes the v3 struct without a version bump."""
+    fake = nvml_busy()
+    fake.driver = "535.54.03"
+    fake.v3_layout_break = True
     return fake
 
 

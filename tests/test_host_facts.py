@@ -255,6 +255,27 @@ def test_a_driver_without_the_v3_process_query_falls_back_to_v2() -> None:
     assert snap.gpus[1].processes == ()
 
 
+def test_the_r535_v3_layout_break_is_avoided_by_reading_v2() -> None:
+    """535.43-535.86 write v3 entries into pynvml's v2 array: the probe asks _v2 there and gets the real
+    processes (the busy capture's three PIDs), never the misread ones."""
+    fake = hosts.nvml_busy_r535_layout_break()
+    misread = fake.nvmlDeviceGetComputeRunningProcesses(0)
+    real = hosts.nvml_busy().nvmlDeviceGetComputeRunningProcesses(0)
+    assert [p.pid for p in misread][1:] != [p.pid for p in real][1:]  # the fake reproduces the garbage
+    busy = hosts.snapshot(fake).gpus[0]
+    assert busy.processes is not None
+    assert [p.pid for p in busy.processes] == [p.pid for p in real]
+
+
+def test_implausible_process_entries_are_unknown_not_a_finding() -> None:
+    """A misread struct on a driver the probe does not know about: entries no kernel or GPU could have."""
+    fake = hosts.nvml_busy_r535_layout_break()
+    fake.driver = "999.1"  # outside the known range, so the probe trusts _v3 and must judge the values
+    busy = hosts.snapshot(fake).gpus[0]
+    assert busy.processes is None
+    assert busy.query_errors["processes"].startswith("implausible entries (pid, MiB): ")
+
+
 class _Raising(hosts.FakeNvml):
     """A binding whose calls raise what pynvml never documents: every query must still come back."""
 

@@ -114,7 +114,10 @@ CASES = [
     # --- health and count
     Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
          p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
-         ("805 aggregate uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+         ("27 volatile uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("lifetime ECC errors only, no remap pending or failed: healthy, the count shown", hosts.docker_with_toolkit,
+         p(hosts.nvml_lifetime_ecc_only, tf=lambda: TF(gpus=2)), 0, None, (),
+         (), {"fail_on_health": "true"}),
     Case("NVML without ..._v3: pynvml's NVMLLibraryMismatchError, processes read through _v2",
          hosts.docker_with_toolkit, p(hosts.nvml_busy_without_v3, tf=lambda: TF(gpus=2)), 0, None),
     Case("one GPU lost: TensorFlow sees one, --min-gpus 2", hosts.docker_with_toolkit,
@@ -195,6 +198,26 @@ def test_health_problems_warn_by_default(tmp_path: Path) -> None:
     assert "3 other process(es) hold 11052 MiB (pid 21180, 21181, 21198)" in check["summary"]
 
 
+def test_lifetime_ecc_errors_are_information(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_lifetime_ecc_only(), tf=TF(gpus=2))
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path, fail_on_health="true"
+    )
+    check = result.check("health.gpus")
+    assert result.code == 0 and check["status"] == "pass"
+    assert "lifetime uncorrected ECC errors {'GPU 1': 805}" in check["summary"]
+    assert check["details"]["aggregate_uncorrected_ecc"] == {"GPU 1": 805}
+
+
+def test_r535_layout_break_names_the_real_processes(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_busy_r535_layout_break(), tf=TF(gpus=2))
+    result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
+    assert (
+        "3 other process(es) hold 11052 MiB (pid 21180, 21181, 21198)"
+        in result.check("health.gpus")["summary"]
+    )
+
+
 def test_single_gpu_with_min_gpus_1_warns_one_replica(tmp_path: Path) -> None:
     probe_set = hosts.probes(hosts.nvml_h100s(1), tf=TF(gpus=1))
     result = hosts.run_check(hosts.docker_one_gpu(tmp_path / "root"), probe_set, tmp_path, min_gpus="1")
@@ -223,10 +246,106 @@ def test_lost_gpu_is_data_not_a_crash(tmp_path: Path) -> None:
     probe_set = hosts.probes(hosts.nvml_one_gpu_lost(), tf=TF(gpus=1))
     result = hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path)
     assert result.check("driver.nvml")["status"] == "warn"
-    assert (
-        "GPU 1 does not answer (NVMLError_GpuIsLost: GPU is lost)" in result.check("health.gpus")["summary"]
-    )
+    assert "GPU 1 is lost (NVMLError_GpuIsLost: GPU is lost)" in result.check("health.gpus")["summary"]
     assert result.report["host"]["gpus"][1]["error"] == "NVMLError_GpuIsLost: GPU is lost"
+
+
+@pytest.mark.parametrize(
+    ("code", "meaning", "unhealthy"),
+    [
+        # NVML's documented return for a handle this process may not open; no public capture found
+        (pynvml.NVML_ERROR_NO_PERMISSION, "is not this container's GPU", False),
+        # "Unable to determine the device handle for GPU0000:65:00.0: Unknown Error -- only from container"
+        # (NVIDIA/nvidia-container-toolkit#69)
+        (pynvml.NVML_ERROR_UNKNOWN, "lost its device access in this container", True),
+    ],
+)
+def test_only_gpu_is_lost_means_lost(tmp_path: Path, code: int, meaning: str, unhealthy: bool) -> None:
+    fake = hosts.nvml_h100s(2)
+    fake.devices[1] = code
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"),
+        hosts.probes(fake, tf=TF(gpus=1)),
+        tmp_path,
+        min_gpus="1",
+    )
+    driver = result.check("driver.nvml")
+    assert f"GPU 1 {meaning}" in driver["summary"] and "lost GPU needs a reset" not in driver["hint"]
+    health = result.check("health.gpus")
+    assert (health["status"] == "warn") is unhealthy
+    assert ("reset" in health["summary"] + (health["hint"] or "")) is False
+
+
+@pytest.mark.parametrize(
+    ("visible", "says", "never"),
+    [
+        ("void", "comes from an nvidia-ctk CDI spec", "unset it"),  # nvidia-ctk's spec: containerEdits.env
+        ("none", "asks the NVIDIA runtime for no GPU: unset it", "CDI spec"),
+    ],
+)
+def test_nvidia_visible_devices_void_is_cdi_not_a_user_error(
+    tmp_path: Path, visible: str, says: str, never: str
+) -> None:
+    host = hosts.podman_without_gpus(tmp_path / "root")
+    host.env["NVIDIA_VISIBLE_DEVICES"] = visible
+    result = hosts.run_check(host, hosts.probes(), tmp_path)
+    hint = result.check("runtime.gpu_access")["hint"]
+    assert result.code == 11 and says in hint and never not in hint
+
+
+# tf.config.experimental.get_device_details' documented keys (device_name, compute_capability)
+_RTX_4080S = {"device_name": "NVIDIA GeForce RTX 4080 SUPER", "compute_capability": [8, 9]}
+_RTX_2080S = {"device_name": "NVIDIA GeForce RTX 2080 SUPER", "compute_capability": [7, 5]}
+
+
+@pytest.mark.parametrize(
+    ("details", "code", "status"),
+    [
+        ([_RTX_4080S], 0, "warn"),  # CUDA_VISIBLE_DEVICES=1: TensorFlow uses the 4080 SUPER alone
+        ([_RTX_2080S, _RTX_4080S], 23, "fail"),  # the run uses the unsupported card
+    ],
+)
+def test_compute_capability_is_judged_for_the_gpus_in_use(
+    tmp_path: Path, details: list[dict[str, object]], code: int, status: str
+) -> None:
+    """The 2080 SUPER + 4080 SUPER host, with a build narrowed to sm_80/sm_89/compute_90 so that the 2080
+    SUPER (cc 7.5) has no code: it fails the run only if the run uses it."""
+    build = {**TF().build_info, "cuda_compute_capabilities": ["sm_80", "sm_89", "compute_90"]}
+    tf = replace(TF(gpus=len(details)), build_info=build, gpu_details=tuple(details))
+    host = hosts.docker_with_toolkit(tmp_path / "root")
+    result = hosts.run_check(host, hosts.probes(hosts.nvml_two_healthy(), tf=tf), tmp_path, min_gpus="1")
+    check = result.check("tensorflow.compute_cap")
+    assert (result.code, check["status"]) == (code, status)
+    assert "GPU 0 (NVIDIA GeForce RTX 2080 SUPER, compute capability 7.5)" in check["summary"]
+
+
+def test_dry_run_never_asks_tensorflow_to_list_gpus(tmp_path: Path) -> None:
+    probe_set = hosts.probes(hosts.nvml_two_healthy(), tf=TF(gpus=2))
+    hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root"), probe_set, tmp_path, cpu_replicas="2")
+    assert probe_set.tf.listed_gpus == [False]
+    probe_set = hosts.probes(hosts.nvml_two_healthy(), tf=TF(gpus=2))
+    hosts.run_check(hosts.docker_with_toolkit(tmp_path / "root2"), probe_set, tmp_path)
+    assert probe_set.tf.listed_gpus == [True]
+
+
+def test_the_facts_child_without_gpus_does_not_call_list_physical_devices() -> None:
+    from types import SimpleNamespace
+
+    from tfdist_validate.probes import tf_facts
+
+    def cuinit(kind: str) -> list[object]:
+        raise AssertionError(f"list_physical_devices({kind!r}) initialises CUDA on the GPUs")
+
+    tf = SimpleNamespace(
+        __version__="2.21.0",
+        sysconfig=SimpleNamespace(get_build_info=lambda: {"cuda_version": "12.5.1"}),
+        test=SimpleNamespace(is_built_with_cuda=lambda: True),
+        config=SimpleNamespace(list_physical_devices=cuinit),
+    )
+    facts = tf_facts.facts_of(tf, list_gpus=False)
+    assert facts["gpus"] == [] and facts["build_info"] == {"cuda_version": "12.5.1"}
+    with pytest.raises(AssertionError):
+        tf_facts.facts_of(tf)
 
 
 def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:

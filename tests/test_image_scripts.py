@@ -197,3 +197,32 @@ def test_entrypoint_runs_other_programs_and_rejects_unknown_words() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert "'no-such-command' is neither a tfdist-validate command nor a program" in done.stderr
+
+
+def _toolkit_host_with_dockerd(host: Host) -> None:
+    """A ready host whose dockerd (pid 4242) has run for 10^9 s: any hook file is newer than its start,
+    as after a toolkit package upgrade (no wall-clock dependence: 10^9 s is before any file's ctime)."""
+    _gpu_host(host)
+    host.command("nvidia-ctk", "NVIDIA Container Toolkit CLI version 1.17.8\n")
+    host.command("docker", "default\n", when="context show")
+    host.command("docker", "io.containerd.runc.v2 nvidia runc \n", when="info")
+    host.file("/etc/cdi/nvidia.yaml", "kind: nvidia.com/gpu\n")
+    host.command("pgrep", "4242\n")
+    host.command("ps", "1000000000\n")
+
+
+def test_a_hook_newer_than_dockerd_is_a_warning_not_a_failure(host: Host) -> None:
+    """A toolkit upgrade changes the hook's ctime while `--gpus` keeps working: the time proves nothing."""
+    _toolkit_host_with_dockerd(host)
+    done = preflight(host)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "WARN  nvidia-container-runtime-hook changed after dockerd (pid 4242) started" in done.stdout
+
+
+def test_docker_run_saying_no_device_driver_is_exit_11(host: Host) -> None:
+    """The proof that cannot drift: docker's own answer to --gpus (its real error text)."""
+    _toolkit_host_with_dockerd(host)
+    host.command("docker", DOCKER_GPU_ERROR + "\n", 125, when="run")
+    done = preflight(host, "--image", "tfdist-validate:test")
+    assert done.returncode == 11, done.stdout + done.stderr
+    assert "FAIL  dockerd has no GPU device driver" in done.stdout

@@ -145,8 +145,8 @@ class RecordingSession:
     def start(self) -> None:
         self.inner.start()
 
-    def facts(self, timeout_s: float) -> TfFacts:
-        facts = self.inner.facts(timeout_s)
+    def facts(self, timeout_s: float, list_gpus: bool = True) -> TfFacts:
+        facts = self.inner.facts(timeout_s, list_gpus)
         self.recording.tensorflow = facts
         return facts
 

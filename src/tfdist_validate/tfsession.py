@@ -48,7 +48,7 @@ class SmokeChild:
 class TensorFlowSession(Protocol):
     def start(self) -> None: ...
 
-    def facts(self, timeout_s: float) -> TfFacts: ...
+    def facts(self, timeout_s: float, list_gpus: bool = True) -> TfFacts: ...
 
     def start_smoke(self, spec: ChildSpec) -> SmokeChild: ...
 
@@ -89,8 +89,8 @@ class OneShotSession:
     def start(self) -> None:
         """Nothing to start early: `check` gets its verdict on a broken node without importing TensorFlow."""
 
-    def facts(self, timeout_s: float) -> TfFacts:
-        return tf_facts.collect(self.env, timeout_s)
+    def facts(self, timeout_s: float, list_gpus: bool = True) -> TfFacts:
+        return tf_facts.collect(self.env, timeout_s, list_gpus)
 
     def start_smoke(self, spec: ChildSpec) -> SmokeChild:
         log_path, results_path = new_workdir()
@@ -138,11 +138,13 @@ class SharedSession:
         with signals_deferred():  # no window in which a child exists that close() would not know of
             self.child.start()
 
-    def facts(self, timeout_s: float) -> TfFacts:
+    def facts(self, timeout_s: float, list_gpus: bool = True) -> TfFacts:
         """On a timeout, or a child that ends without answering, the child is killed and the facts say why,
         as the one-shot probe's do."""
         deadline = time.monotonic() + timeout_s
-        self.child.send(json.dumps({"do": "facts"}))  # a dead child fails here, and the read finds EOF
+        self.child.send(
+            json.dumps({"do": "facts", "list_gpus": list_gpus})
+        )  # a dead child fails here, and the read finds EOF
         line = self.child.read_captured(deadline)
         if line is not None:
             self.answered = True
@@ -192,9 +194,11 @@ class RecordedSession(OneShotSession):
         super().__init__(env if env is not None else os.environ, out)
         self.recorded = recorded
         self.calls: list[float] = []
+        self.listed_gpus: list[bool] = []  # what each question asked: a dry run must never list GPUs
 
-    def facts(self, timeout_s: float) -> TfFacts:
+    def facts(self, timeout_s: float, list_gpus: bool = True) -> TfFacts:
         self.calls.append(timeout_s)
+        self.listed_gpus.append(list_gpus)
         return self.recorded
 
 

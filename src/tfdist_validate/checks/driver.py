@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfdist_validate.checks import fixes
-from tfdist_validate.checks.nvml_errors import classify
+from tfdist_validate.checks.nvml_errors import classify, gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import DriverSnapshot, Gpu
@@ -79,7 +79,7 @@ def check_driver(ctx: Context) -> Outcome:
         return failed(code, f"driver {snapshot.driver_version} is loaded but reports no GPUs", hint, details)
     notes += _cross_check(snapshot, smi)
     summary = _summary(snapshot)
-    warnings, hints = _warnings(snapshot.gpus)
+    warnings, hints = _warnings(snapshot.gpus, facts)
     if warnings or notes:
         return warned("; ".join([summary, *notes, *warnings]), "; ".join(hints), details)
     return passed(summary, details)
@@ -128,15 +128,14 @@ def _cross_check(nvml: DriverSnapshot, smi: SmiAnswer) -> list[str]:
     return notes
 
 
-def _warnings(gpus: tuple[Gpu, ...]) -> tuple[list[str], list[str]]:
+def _warnings(gpus: tuple[Gpu, ...], facts: RuntimeFacts | None) -> tuple[list[str], list[str]]:
     warnings: list[str] = []
     hints: list[str] = []
-    lost = [g for g in gpus if g.error]
-    if lost:
-        warnings += [f"GPU {g.index} does not answer ({g.error})" for g in lost]
-        hints.append(
-            "check `sudo dmesg | grep -i xid`; a lost GPU needs a reset (`nvidia-smi -r`) or a reboot"
-        )
+    for gpu in gpus:
+        if gpu.error:
+            _, meaning, fix = gpu_error(gpu.error, facts)
+            warnings.append(f"GPU {gpu.index} {meaning} ({gpu.error})")
+            hints += [fix] if fix not in hints else []
     mig = [g for g in gpus if g.mig_mode == "Enabled"]
     if mig:
         warnings.append(

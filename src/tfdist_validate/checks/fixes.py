@@ -52,7 +52,16 @@ def container(facts: RuntimeFacts) -> str:
     else:  # docker, and unknown engines, where --gpus is the most likely spelling
         fix = DOCKER
     visible = facts.nvidia_visible_devices
-    if visible is not None and visible.strip().lower() in ("void", "none", ""):
+    if visible is not None and visible.strip().lower() == "void":
+        # nvidia-ctk's CDI specs set it (containerEdits.env) so the legacy hook injects nothing twice: the
+        # devices come from the CDI device that was requested, not from this variable
+        fix = (
+            "NVIDIA_VISIBLE_DEVICES=void comes from an nvidia-ctk CDI spec, so a CDI device was requested but"
+            " gave no /dev/nvidia[0-9]*: check its name against `nvidia-ctk cdi list`"
+            " (e.g. nvidia.com/gpu=all) and regenerate the spec after a driver change"
+            f" (`sudo nvidia-ctk cdi generate`); {fix}"
+        )
+    elif visible is not None and visible.strip().lower() in ("none", ""):
         asks = f"NVIDIA_VISIBLE_DEVICES={visible} asks the NVIDIA runtime for no GPU"
         fix = f"{asks}: unset it or set `all`; {fix}"
     if facts.wsl2 and not facts.kubernetes:

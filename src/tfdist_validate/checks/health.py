@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks.nvml_errors import gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import Gpu
+from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
 
@@ -21,19 +23,27 @@ def _positive(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def problems(gpu: Gpu) -> tuple[list[str], list[str]]:
-    """(problems, hints) for one GPU."""
+def problems(gpu: Gpu, facts: RuntimeFacts | None = None) -> tuple[list[str], list[str]]:
+    """(problems, hints) for one GPU.
+
+    Uncorrected ECC errors are judged by the volatile counter (since the last driver load): the aggregate
+    (lifetime) counter never goes down, so a GPU whose bad rows were remapped or whose pages were retired
+    would fail forever. What is still wrong after such an error is a pending remap or retirement (needs a
+    reset) or a failed remap (needs service), judged below; the aggregate count is information
+    (`aggregate_ecc`). NVIDIA's A100/H100 memory error management guide: "Row-remapping ... pending"."""
     found: list[str] = []
     hints: list[str] = []
     where = f"GPU {gpu.index}"
     if gpu.error:
-        return [f"{where} does not answer ({gpu.error})"], ["a lost GPU needs a reset or a reboot"]
+        counts, meaning, fix = gpu_error(gpu.error, facts)
+        return ([f"{where} {meaning} ({gpu.error})"], [fix]) if counts else ([], [])
     ecc = gpu.ecc_errors
-    for counter in ("volatile_uncorrected", "aggregate_uncorrected"):
-        if _positive(ecc.get(counter)):
-            found.append(f"{where}: {ecc[counter]} {counter.replace('_', ' ')} ECC errors")
-    if found:
-        hints.append("uncorrected ECC errors: drain the node and run `nvidia-smi -q -d ECC,PAGE_RETIREMENT`")
+    if _positive(ecc.get("volatile_uncorrected")):
+        found.append(f"{where}: {ecc['volatile_uncorrected']} volatile uncorrected ECC errors")
+        hints.append(
+            "uncorrected ECC errors since the driver loaded: drain the node and run"
+            " `nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`"
+        )
     if gpu.retired_pages.get("pending") == "Yes":
         found.append(f"{where}: page retirement pending")
         hints.append("reset the GPU or reboot so the pending page retirement takes effect")
@@ -70,13 +80,25 @@ def check_health(ctx: Context) -> Outcome:
     found: list[str] = []
     hints: list[str] = []
     for gpu in snapshot.gpus:
-        gpu_found, gpu_hints = problems(gpu)
+        gpu_found, gpu_hints = problems(gpu, ctx.facts.runtime)
         found += gpu_found
         hints += [h for h in gpu_hints if h not in hints]
     judged = "NVML" if snapshot.source == "nvml" else "nvidia-smi (no ECC, page or clock counters)"
+    lifetime = {
+        f"GPU {g.index}": g.ecc_errors["aggregate_uncorrected"]
+        for g in snapshot.gpus
+        if _positive(g.ecc_errors.get("aggregate_uncorrected"))
+    }
+    info = {"aggregate_uncorrected_ecc": lifetime} if lifetime else {}
     if not found:
-        return passed(f"{len(snapshot.gpus)} GPU(s) healthy by {judged}")
-    details = {"problems": found}
+        note = (
+            f"; lifetime uncorrected ECC errors {lifetime}, none since the driver loaded and no remap"
+            " pending or failed"
+            if lifetime
+            else ""
+        )
+        return passed(f"{len(snapshot.gpus)} GPU(s) healthy by {judged}{note}", info)
+    details = {"problems": found, **info}
     summary = "; ".join(found)
     if ctx.settings.fail_on_health:
         return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)

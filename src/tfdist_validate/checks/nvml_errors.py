@@ -149,3 +149,38 @@ def classify(kind: str, message: str, facts: RuntimeFacts | None) -> tuple[ExitC
     summary = f"{nvml}: {rule.summary}" if rule.summary else nvml
     fix = rule.fix(facts) if callable(rule.fix) else rule.fix
     return rule.code, summary, fix
+
+
+def gpu_error(error: str, facts: RuntimeFacts | None) -> tuple[bool, str, str]:
+    """(counts against health, what it means, the fix) for an error on one GPU's handle (`Gpu.error`, which
+    starts with pynvml's class name). Only NVML_ERROR_GPU_IS_LOST says the GPU fell off the bus; in a
+    container "No Permission" is a GPU NVML lists but this container was not given, and "Unknown Error" the
+    container losing its device access (NVIDIA/nvidia-container-toolkit#48, #69), neither fixed by a reset."""
+    container = facts is not None and facts.in_container
+    if error.startswith("NVMLError_GpuIsLost"):
+        return (
+            True,
+            "is lost",
+            "a lost GPU needs a reset (`nvidia-smi -r`) or a reboot; see `dmesg | grep -i xid`",
+        )
+    if error.startswith("NVMLError_NoPermission") and container:
+        return (
+            False,
+            "is not this container's GPU (No Permission on its handle)",
+            "nothing to fix if the container was meant to get only its own GPUs; otherwise ask for more",
+        )
+    if error.startswith("NVMLError_NoPermission"):
+        return (
+            True,
+            "may not be opened by this user",
+            "check the device node's mode and group (`ls -l /dev/nvidia*`)",
+        )
+    if error.startswith("NVMLError_Unknown") and container:
+        return True, "lost its device access in this container", _RECREATE
+    return True, "does not answer", "run `nvidia-smi` and `sudo dmesg | grep -i -e nvrm -e xid`"
+
+
+_RECREATE = (
+    "recreate the container or pod (a `systemctl daemon-reload` on the host revokes its device access;"
+    " NVIDIA/nvidia-container-toolkit#48)"
+)

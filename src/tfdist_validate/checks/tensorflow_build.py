@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from tfdist_validate.checks.devices import canonical
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.cuda_compat import (
@@ -42,7 +43,7 @@ def _build(facts: TfFacts) -> str:
 
 def check_import(ctx: Context) -> Outcome:
     timeout = max(1.0, min(TF_TIMEOUT_S, ctx.deadline.remaining()))
-    facts = ctx.tf.facts(timeout)
+    facts = ctx.tf.facts(timeout, list_gpus=not ctx.dry_run)
     ctx.facts.tensorflow = facts
     ctx.section("tensorflow").update(facts.to_json())
     if facts.timed_out:
@@ -177,12 +178,49 @@ def jit_capabilities(ctx: Context) -> list[str]:
     return [f"{major}.{minor}" for major, minor in dict.fromkeys(found)]
 
 
+def _tf_used(ctx: Context, facts: TfFacts) -> list[tuple[int, str, tuple[int, int]]]:
+    """The GPUs this run will use, from TensorFlow's own device details: what CUDA_VISIBLE_DEVICES left and
+    TensorFlow did not ignore ("Ignoring visible gpu device ... minimum required Cuda capability"), narrowed
+    by --devices. Empty when TensorFlow gave no capability."""
+    used = []
+    wanted = {canonical(d) for d in ctx.settings.devices or ()}
+    for position, detail in enumerate(facts.gpu_details):
+        cc = detail.get("compute_capability")
+        if isinstance(cc, (list, tuple)) and len(cc) == 2 and (not wanted or f"/gpu:{position}" in wanted):
+            used.append((position, str(detail.get("device_name", "GPU")), (int(cc[0]), int(cc[1]))))
+    return used
+
+
+def _unused(
+    every: list[tuple[int, str, tuple[int, int]]], used: list[tuple[int, str, tuple[int, int]]]
+) -> list[tuple[int, str, tuple[int, int]]]:
+    """NVML's GPUs beyond those in use, matched by compute capability (TensorFlow's details carry no bus id
+    or UUID to match by): a GPU of a capability nobody uses is certainly not used."""
+    left = [cc for _, _, cc in used]
+    unused = []
+    for gpu in every:
+        if gpu[2] in left:
+            left.remove(gpu[2])
+        else:
+            unused.append(gpu)
+    return unused
+
+
 def check_compute_capability(ctx: Context) -> Outcome:
     facts = _tf(ctx)
-    gpus = _gpu_capabilities(ctx, facts)
+    every = _gpu_capabilities(ctx, facts)
+    used = _tf_used(ctx, facts)
+    # judge the GPUs the run uses; an unsupported GPU it does not use (a display card, a GPU hidden by
+    # CUDA_VISIBLE_DEVICES or --devices) is a warning, not 23
+    gpus = used or every
     build = facts.capabilities
     if not gpus or not build:
         return skipped("no compute capability known to compare with the build's list")
+    unusable = [
+        f"GPU {i} ({name}, compute capability {cc[0]}.{cc[1]})"
+        for i, name, cc in (_unused(every, used) if used else [])
+        if coverage(cc, build).status == "none"
+    ]
     jit: list[str] = []
     for index, name, cc in gpus:
         cover = coverage(cc, build)
@@ -196,6 +234,13 @@ def check_compute_capability(ctx: Context) -> Outcome:
             )
         if cover.status == "ptx":
             jit.append(f"{text} via PTX {cover.via}")
+    if unusable:
+        return warned(
+            f"{', '.join(unusable)}: not supported by TensorFlow {facts.version} (built for"
+            f" {', '.join(build)}) and not used by this run, which has"
+            f" {', '.join(f'/gpu:{i} cc {c[0]}.{c[1]}' for i, _, c in used)}",
+            "nothing to do for this run; hide the GPU from CUDA (CUDA_VISIBLE_DEVICES) in other jobs too",
+        )
     if jit:
         return warned(
             f"{'; '.join(jit)}: the first run JIT-compiles TensorFlow's kernels, which can take minutes",

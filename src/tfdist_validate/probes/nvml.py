@@ -73,7 +73,7 @@ def collect(lib: Any = None) -> DriverSnapshot:
     try:
         driver = _text(lib.nvmlSystemGetDriverVersion())
         cuda = _query(lib, "nvmlSystemGetCudaDriverVersion", default=None)
-        gpus = tuple(_gpu(lib, i) for i in range(lib.nvmlDeviceGetCount()))
+        gpus = tuple(_gpu(lib, i, driver) for i in range(lib.nvmlDeviceGetCount()))
         return DriverSnapshot("nvml", None, driver, cuda, gpus)
     except Exception as err:
         return DriverSnapshot("nvml", _error(err))
@@ -138,10 +138,10 @@ def _query(lib: Any, name: str, *args: Any, default: Any = NA, errors: dict[str,
         return default
 
 
-def _gpu(lib: Any, index: int) -> Gpu:
+def _gpu(lib: Any, index: int, driver: str = "") -> Gpu:
     try:
         handle = lib.nvmlDeviceGetHandleByIndex(index)
-        return _read_gpu(lib, index, handle)
+        return _read_gpu(lib, index, handle, driver)
     except Exception as err:
         # one broken GPU ("GPU is lost", "Unknown Error") is a fact about that GPU, not about the others
         return Gpu(index=index, error=f"{type(err).__name__}: {err}")
@@ -150,7 +150,7 @@ def _gpu(lib: Any, index: int) -> Gpu:
 Ask = Callable[..., Any]  # _query with lib and the GPU's error record bound
 
 
-def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
+def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
     errors: dict[str, str] = {}
     ask: Ask = functools.partial(_query, lib, errors=errors)
     memory = ask("nvmlDeviceGetMemoryInfo", handle, default=None)
@@ -159,11 +159,12 @@ def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
     persistence = ask("nvmlDeviceGetPersistenceMode", handle, default=None)
     ecc = ask("nvmlDeviceGetEccMode", handle, default=None)
     mode = ask("nvmlDeviceGetComputeMode", handle, default=None)
+    total_mib = None if memory is None else round(memory.total / _MIB, 1)
     return Gpu(
         index=index,
         name=_text(lib.nvmlDeviceGetName(handle)),
         uuid=_text(ask("nvmlDeviceGetUUID", handle)),
-        memory_total_mib=None if memory is None else round(memory.total / _MIB, 1),
+        memory_total_mib=total_mib,
         memory_used_mib=None if memory is None else round(memory.used / _MIB, 1),
         compute_capability=None if cc is None else f"{cc[0]}.{cc[1]}",
         mig_mode=NA if mig is None else _enabled(mig[0]),
@@ -177,7 +178,7 @@ def _read_gpu(lib: Any, index: int, handle: Any) -> Gpu:
         },
         retired_pages=_retired_pages(ask, handle),
         remapped_rows=_remapped_rows(ask, handle),
-        processes=_processes(ask, handle),
+        processes=_processes(ask, handle, driver, total_mib, errors),
         clock_event_reasons=_clock_events(ask, handle),
         query_errors=errors,
     )
@@ -214,11 +215,29 @@ def _remapped_rows(ask: Ask, handle: Any) -> dict[str, Any]:
 # pynvml's unversioned name calls its newest struct (_v3); on a driver without the _v3 function pynvml raises
 # NVMLLibraryMismatchError, whose message tells the caller to use _v2 instead.
 _PROCESS_QUERIES = ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetComputeRunningProcesses_v2")
+# Drivers 535.43 up to 535.86 fill _v3's entries with a 32-byte struct (usedGpuMemory... plus
+# usedGpuCcProtectedMemory) without a version bump, while pynvml reads 24-byte v2 entries: from the second
+# process on, PIDs and memory are garbage. 535.98 went back to the v2 layout. XuehaiPan/nvitop#79 and #89
+# (from the drivers' nvml.h: NVIDIA/nvidia-settings 39c3e28e, 0cb3beff). _v2 has kept its own layout.
+_V3_LAYOUT_BREAK = ((535, 43), (535, 98))
+# Linux's PID_MAX_LIMIT on 64-bit (include/linux/threads.h: 4 * 1024 * 1024): a larger PID is not a PID
+_PID_MAX = 4 * 1024 * 1024
 
 
-def _processes(ask: Ask, handle: Any) -> tuple[Process, ...] | None:
+def _version(text: str) -> tuple[int, ...]:
+    numbers = [int(n) for n in text.split(".")[:2] if n.isdigit()]
+    return tuple(numbers)
+
+
+def _processes(
+    ask: Ask, handle: Any, driver: str, total_mib: float | None, errors: dict[str, str]
+) -> tuple[Process, ...] | None:
+    low, high = _V3_LAYOUT_BREAK
+    queries: tuple[str, ...] = _PROCESS_QUERIES
+    if low <= _version(driver) < high:
+        queries = tuple(reversed(queries))
     found = None
-    for name in _PROCESS_QUERIES:
+    for name in queries:
         found = ask(name, handle, default=None)
         if found is not None:
             break
@@ -228,7 +247,21 @@ def _processes(ask: Ask, handle: Any) -> tuple[Process, ...] | None:
     for proc in found:
         used = getattr(proc, "usedGpuMemory", None)  # None where NVML reports "not available" (WDDM)
         result.append(Process(int(proc.pid), None if used is None else round(used / _MIB, 1)))
+    wrong = [p for p in result if not _plausible(p, total_mib)]
+    if wrong:
+        # a misread struct, not a fact about the GPU: "n/a", with what was read, rather than a false 31
+        errors["processes"] = "implausible entries (pid, MiB): " + ", ".join(
+            f"({p.pid}, {p.used_memory_mib})" for p in wrong
+        )
+        return None
     return tuple(result)
+
+
+def _plausible(process: Process, total_mib: float | None) -> bool:
+    if not 0 < process.pid <= _PID_MAX:
+        return False
+    used = process.used_memory_mib
+    return used is None or total_mib is None or 0 <= used <= total_mib
 
 
 def _clock_events(ask: Ask, handle: Any) -> tuple[str, ...] | None:

@@ -92,9 +92,15 @@ def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
     )
 
 
-def collect(env: Mapping[str, str], timeout_s: float) -> TfFacts:
-    """Run the child under `env` (CUDA_VISIBLE_DEVICES and friends matter) and parse its one line."""
-    ran = run_command([sys.executable, "-m", "tfdist_validate.probes.tf_facts"], timeout_s, env)
+NO_GPUS = "--no-gpus"
+
+
+def collect(env: Mapping[str, str], timeout_s: float, list_gpus: bool = True) -> TfFacts:
+    """Run the child under `env` (CUDA_VISIBLE_DEVICES and friends matter) and parse its one line.
+    `list_gpus=False` (a --cpu-replicas dry run): the child imports TensorFlow and reads its build, and never
+    lists the GPUs, which is what runs cuInit on them."""
+    argv = [sys.executable, "-m", "tfdist_validate.probes.tf_facts", *([] if list_gpus else [NO_GPUS])]
+    ran = run_command(argv, timeout_s, env)
     log = ran.stderr[-LOG_TAIL:]
     if ran.returncode is None and not ran.timed_out:
         return TfFacts(False, probe_error=f"could not start {ran.error}")
@@ -134,11 +140,12 @@ def import_tensorflow() -> tuple[Any, dict[str, Any] | None]:
     return tf, None
 
 
-def facts_of(tf: Any) -> dict[str, Any]:
+def facts_of(tf: Any, list_gpus: bool = True) -> dict[str, Any]:
     facts: dict[str, Any] = {"imported": True, "version": tf.__version__}
     facts["build_info"] = jsonable(dict(tf.sysconfig.get_build_info()))
     facts["built_with_cuda"] = bool(tf.test.is_built_with_cuda())
-    gpus = tf.config.list_physical_devices("GPU")
+    # listing the GPUs initialises CUDA on them (cuInit); a dry run must not touch them
+    gpus = tf.config.list_physical_devices("GPU") if list_gpus else []
     facts["gpus"] = [g.name for g in gpus]
     details = []
     for gpu in gpus:
@@ -150,15 +157,15 @@ def facts_of(tf: Any) -> dict[str, Any]:
     return facts
 
 
-def _facts() -> dict[str, Any]:
+def _facts(list_gpus: bool) -> dict[str, Any]:
     tf, failure = import_tensorflow()
-    return failure if failure is not None else facts_of(tf)
+    return failure if failure is not None else facts_of(tf, list_gpus)
 
 
-def main() -> int:
-    print(MARKER + json.dumps(_facts()), flush=True)
+def main(argv: list[str]) -> int:
+    print(MARKER + json.dumps(_facts(NO_GPUS not in argv[1:])), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv))

@@ -295,7 +295,7 @@ def serve(results_path: str) -> int:
     """`run`'s one TensorFlow process: started with the run, it imports TensorFlow while the parent checks
     the host, then answers the parent's commands on stdin, one JSON object per line:
 
-        {"do": "facts"}                 -> one stdout line: tf_facts.MARKER + TensorFlow's facts
+        {"do": "facts", "list_gpus": b} -> one stdout line: tf_facts.MARKER + TensorFlow's facts
         {"do": "smoke", "spec": {...}}  -> the smoke test, exactly as `main` runs it; the process then ends
 
     The import touches no GPU; CUDA is initialised only by "facts", which the parent sends once the driver
@@ -305,7 +305,8 @@ def serve(results_path: str) -> int:
     for line in sys.stdin:
         command = json.loads(line)
         if command["do"] == "facts":
-            print(tf_facts.MARKER + json.dumps(failure or tf_facts.facts_of(tf)), flush=True)
+            listed = bool(command.get("list_gpus", True))
+            print(tf_facts.MARKER + json.dumps(failure or tf_facts.facts_of(tf, listed)), flush=True)
         elif command["do"] == "smoke":
             started = time.monotonic()
             # the results file named on the command line, so that the process can be found by it
