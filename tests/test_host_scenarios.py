@@ -360,3 +360,21 @@ def test_dry_run_reports_runtime_and_skips_gpu_verdicts(tmp_path: Path) -> None:
     assert result.report["host"]["runtime"]["kind"] == "docker"
     assert result.report["host"]["devices"] == ["/cpu:0", "/cpu:1"]
     assert result.stdout == "visible_gpus=0\n"
+
+
+@pytest.mark.parametrize(("cc", "code", "status"), [("12.0", 23, "fail"), ("10.0", 0, "warn")])
+def test_cc_12_reached_only_by_compute_90_ptx_is_unsupported(
+    tmp_path: Path, cc: str, code: int, status: str
+) -> None:
+    """The H100 capture with its compute capability replaced (no real RTX 5090 / B200 NVML capture is at
+    hand): TensorFlow 2.21's compute_90 PTX fails to load on cc 12.0 (tensorflow#99592, #97387); for cc 10.0
+    no such report was found, so it stays the JIT warning."""
+    fake = hosts.nvml_h100s(2)
+    fake.devices = [{**d, "compute_cap": cc} for d in fake.devices if not isinstance(d, int)]
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"), hosts.probes(fake, tf=TF(gpus=2)), tmp_path
+    )
+    check = result.check("tensorflow.compute_cap")
+    assert (result.code, check["status"]) == (code, status)
+    assert "compute_90" in check["summary"]
+    assert ("issues/99592" in check["summary"]) == (code == 23)

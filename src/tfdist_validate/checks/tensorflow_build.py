@@ -13,6 +13,7 @@ from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.cuda_compat import (
     MINIMUM_DRIVER,
+    PTX_FAILS,
     coverage,
     driver_runs_cuda,
     show_version,
@@ -231,6 +232,16 @@ def check_compute_capability(ctx: Context) -> Outcome:
                 f"{text} is not supported by TensorFlow {facts.version}, built for {', '.join(build)}",
                 f"use a TensorFlow build that includes sm_{cc[0]}{cc[1]} (or build it with"
                 f" TF_CUDA_COMPUTE_CAPABILITIES={cc[0]}.{cc[1]}), or a GPU this build supports",
+            )
+        if cover.status == "ptx" and cc[0] in PTX_FAILS:
+            return failed(
+                ExitCode.UNSUPPORTED_GPU,
+                f"{text} has no native code in TensorFlow {facts.version} (built for {', '.join(build)}); its"
+                f" PTX {cover.via} fails to load on this generation (CUDA_ERROR_INVALID_PTX, then"
+                f" CUDA_ERROR_INVALID_HANDLE): {PTX_FAILS[cc[0]][0]}",
+                f"use a TensorFlow build with sm_{cc[0]}{cc[1]} code (NVIDIA's NGC TensorFlow container, or"
+                f" build with TF_CUDA_COMPUTE_CAPABILITIES={cc[0]}.{cc[1]});"
+                f" see {', '.join(PTX_FAILS[cc[0]])}",
             )
         if cover.status == "ptx":
             jit.append(f"{text} via PTX {cover.via}")

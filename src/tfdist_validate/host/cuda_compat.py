@@ -75,6 +75,19 @@ def driver_runs_cuda(
     )
 
 
+# Compute capability majors whose GPUs cannot run TensorFlow's PTX although the driver JIT-compiles it in
+# principle: on cc 12.0 (RTX 50xx) the pip builds' kernel_gen kernels fail to load ('cuModuleLoadData' ->
+# CUDA_ERROR_INVALID_PTX, then CUDA_ERROR_INVALID_HANDLE at launch), TF 2.16-2.21 nightly, CUDA 12.8-13.0
+# drivers. No public report was found for cc 10.x (B200), so it stays a JIT warning until one is.
+PTX_FAILS = {
+    12: (
+        "https://github.com/tensorflow/tensorflow/issues/99592",
+        "https://github.com/tensorflow/tensorflow/issues/97387",
+        "https://github.com/tensorflow/tensorflow/issues/101746",
+    ),
+}
+
+
 @dataclass(frozen=True)
 class Coverage:
     status: str  # "native" | "ptx" | "none"
