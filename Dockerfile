@@ -78,13 +78,16 @@ LABEL org.opencontainers.image.title="tfdist-validate" \
       org.opencontainers.image.base.name="docker.io/library/debian:bookworm-slim"
 
 # As the CUDA images set them: the NVIDIA container toolkit mounts every GPU it is given, with the driver's
-# compute (CUDA) and utility (NVML, nvidia-smi) libraries. TFDIST_IMAGE_*: the report's tool.image block.
+# compute (CUDA) and utility (NVML, nvidia-smi) libraries. GKE's device plugin mounts them at
+# /usr/local/nvidia/{lib64,bin} without running ldconfig: LD_LIBRARY_PATH and PATH are how they are found
+# there (the CUDA images set the same). TFDIST_IMAGE_*: the report's tool.image block.
 ENV NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility \
     TFDIST_IMAGE_VERSION="${VERSION}" \
     TFDIST_IMAGE_REVISION="${REVISION}" \
     TFDIST_IMAGE_SOURCE="${SOURCE}" \
-    PATH=/opt/tfdist/bin:${PATH} \
+    PATH=/opt/tfdist/bin:${PATH}:/usr/local/nvidia/bin \
+    LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \
     PYTHONUNBUFFERED=1
 
 # A numeric user, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd. /reports is where

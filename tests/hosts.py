@@ -121,6 +121,17 @@ def podman_without_gpus(root: Path) -> Host:
     return Host(root, {"container": "podman"})
 
 
+# the image's ENV LD_LIBRARY_PATH (Dockerfile), which the pod's process inherits
+IMAGE_LD_LIBRARY_PATH = "/usr/local/nvidia/lib:/usr/local/nvidia/lib64"
+
+
+def gke_pod_without_loader_path(root: Path) -> Host:
+    """GKE's device plugin layout (/usr/local/nvidia/lib64, no ldconfig) in an image that does not put it on
+    LD_LIBRARY_PATH: the libraries are there, the loader cannot find them."""
+    host = kubernetes_pod(root, gpus=True)
+    return Host(root, {k: v for k, v in host.env.items() if k != "LD_LIBRARY_PATH"})
+
+
 def kubernetes_pod(root: Path, gpus: bool) -> Host:
     tree = HostTree(root).dir("/var/run/secrets/kubernetes.io/serviceaccount")
     tree.file("/proc/driver/nvidia/version", real(REAL_DRIVER))
@@ -129,6 +140,7 @@ def kubernetes_pod(root: Path, gpus: bool) -> Host:
         tree.dev_from_ls("ls-1-dev-nvidia_dgx2-16gpu-nvswitch.txt", two_gpu_nodes)
         tree.driver_libs("/usr/local/nvidia/lib64")
         env["NVIDIA_VISIBLE_DEVICES"] = "GPU-00000000-0000-0000-0000-000000000000"
+        env["LD_LIBRARY_PATH"] = IMAGE_LD_LIBRARY_PATH
     else:
         tree.dir("/dev")
     return Host(root, env)

@@ -11,7 +11,7 @@ from typing import Any
 from tfdist_validate.checks import fixes
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host.runtime import RuntimeFacts
+from tfdist_validate.host.runtime import UNCACHED_LIB_DIRS, RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import DRY_RUN, Check
 
@@ -144,6 +144,18 @@ def _container(facts: RuntimeFacts) -> Outcome:
             f"{kind} has GPU device nodes but no libcuda.so.1: the driver's libraries were not injected",
             "let the NVIDIA runtime inject them: `--gpus all` (Kubernetes: the device plugin) instead of"
             f" passing /dev/nvidia* with --device{fixes.driver_capabilities_note(facts)}",
+        )
+    hidden = facts.off_loader_path("libcuda.so.1") or facts.off_loader_path("libnvidia-ml.so.1")
+    if hidden:
+        return failed(
+            ExitCode.CONTAINER_NO_GPU,
+            f"{kind}: the driver's libraries were injected at {', '.join(hidden)}, which the dynamic loader"
+            " does not search (not on LD_LIBRARY_PATH, no ldconfig after the mount): NVML and CUDA cannot"
+            " load",
+            f"set LD_LIBRARY_PATH={':'.join(UNCACHED_LIB_DIRS[::-1])} and add /usr/local/nvidia/bin to PATH"
+            " in the container (as NVIDIA's CUDA images and this project's image do); the GKE device plugin"
+            " mounts the driver there without running ldconfig",
+            {"loader_path": list(facts.loader_path or ())},
         )
     missing_uvm = facts.gpu_nodes and "/dev/nvidia-uvm" not in facts.control_nodes
     summary = f"{kind} with GPU access: {len(facts.gpu_nodes) or 'WSL'} device(s), driver libraries injected"

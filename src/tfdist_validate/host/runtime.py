@@ -23,6 +23,10 @@ LIB_DIRS = (
     "/usr/lib/wsl/lib",
 )
 DRIVER_LIBS = ("libnvidia-ml.so.1", "libcuda.so.1")
+# The GKE device plugin bind-mounts the driver here without running ldconfig, so ld.so(8) finds these only
+# through LD_LIBRARY_PATH (NVIDIA's CUDA images set /usr/local/nvidia/lib:/usr/local/nvidia/lib64); the
+# distro directories above are the loader's defaults or in its cache (the toolkit runs ldconfig).
+UNCACHED_LIB_DIRS = ("/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
 WSL_LIB_DIR = "/usr/lib/wsl/lib"
 SERVICE_ACCOUNT_DIRS = (
     "/var/run/secrets/kubernetes.io/serviceaccount",
@@ -82,6 +86,8 @@ class RuntimeFacts:
     nvidia_driver_capabilities: str | None
     cuda_mask: CudaMask
     notes: tuple[str, ...] = field(default=())
+    # LD_LIBRARY_PATH's directories; None in reports written before it was recorded (then not judged)
+    loader_path: tuple[str, ...] | None = None
 
     @property
     def in_container(self) -> bool:
@@ -93,6 +99,14 @@ class RuntimeFacts:
 
     def has_library(self, name: str) -> bool:
         return bool(self.libraries.get(name))
+
+    def off_loader_path(self, name: str) -> tuple[str, ...]:
+        """Where `name` was injected when every such place is one the dynamic loader does not search."""
+        found = self.libraries.get(name, ())
+        if not found or self.loader_path is None:
+            return ()
+        searched = [d for d in found if d not in UNCACHED_LIB_DIRS or d.rstrip("/") in self.loader_path]
+        return () if searched else tuple(found)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -157,6 +171,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         nvidia_visible_devices=env.get("NVIDIA_VISIBLE_DEVICES"),
         nvidia_driver_capabilities=env.get("NVIDIA_DRIVER_CAPABILITIES"),
         cuda_mask=cuda_mask(env.get("CUDA_VISIBLE_DEVICES")),
+        loader_path=tuple(d.rstrip("/") for d in env.get("LD_LIBRARY_PATH", "").split(":") if d),
     )
 
 
