@@ -11,7 +11,7 @@ from typing import Any
 from tfdist_validate.checks import fixes
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host.runtime import UNCACHED_LIB_DIRS, RuntimeFacts
+from tfdist_validate.host.runtime import UNCACHED_LIB_DIRS, Credentials, NodeAccess, RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import DRY_RUN, Check
 
@@ -138,6 +138,9 @@ def _container(facts: RuntimeFacts) -> Outcome:
             fixes.container(facts),
             {"nvidia_visible_devices": facts.nvidia_visible_devices},
         )
+    denied = facts.denied_nodes()
+    if denied and facts.credentials is not None:
+        return _denied(kind, denied, facts.credentials)
     if not facts.has_library("libcuda.so.1"):
         return failed(
             ExitCode.CONTAINER_NO_GPU,
@@ -165,6 +168,23 @@ def _container(facts: RuntimeFacts) -> Outcome:
             "start the container through the NVIDIA runtime (`--gpus all`), which passes /dev/nvidia-uvm too",
         )
     return passed(summary)
+
+
+def _denied(kind: str, denied: tuple[NodeAccess, ...], creds: Credentials) -> Outcome:
+    """Device nodes this non-root process may not open: the driver's NVreg_DeviceFileMode (0660 with a video /
+    render group) or rootless podman dropping the user's groups. --gpus is already there; the group is not."""
+    first = denied[0]
+    gids = sorted({node.gid for node in denied})
+    return failed(
+        ExitCode.CONTAINER_NO_GPU,
+        f"{kind}: {', '.join(n.path for n in denied)} {'is' if len(denied) == 1 else 'are'} mode"
+        f" {first.mode:04o}, group {', '.join(map(str, gids))}, and this process (uid {creds.uid}, groups"
+        f" {', '.join(map(str, creds.gids)) or 'none'}) may not open them read-write",
+        f"add the device nodes' group: `docker run --group-add {gids[0]}` (rootless podman:"
+        f" `--group-add keep-groups`; Kubernetes: securityContext.supplementalGroups: [{gids[0]}]), or load"
+        " the driver with NVreg_DeviceFileMode=0666",
+        {"denied": [{"path": n.path, "mode": f"{n.mode:04o}", "gid": n.gid} for n in denied]},
+    )
 
 
 def _wsl(facts: RuntimeFacts) -> Outcome:

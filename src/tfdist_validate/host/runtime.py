@@ -70,6 +70,22 @@ class CudaMask:
 
 
 @dataclass(frozen=True)
+class NodeAccess:
+    path: str
+    mode: int  # permission bits: 0o666 by default, NVreg_DeviceFileMode (e.g. 0o660) when set
+    uid: int
+    gid: int  # NVreg_DeviceFileGID, often the video or render group where the mode is 0660
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """This process's effective uid and groups, from /proc/self/status under root."""
+
+    uid: int
+    gids: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class RuntimeFacts:
     kind: str  # host | docker | podman | containerd | cri-o | lxc | container | kubernetes
     engine: str | None  # the container engine, when known
@@ -88,6 +104,9 @@ class RuntimeFacts:
     notes: tuple[str, ...] = field(default=())
     # LD_LIBRARY_PATH's directories; None in reports written before it was recorded (then not judged)
     loader_path: tuple[str, ...] | None = None
+    # the GPU device nodes' modes and this process's credentials; None where unknown (not judged)
+    node_access: tuple[NodeAccess, ...] | None = None
+    credentials: Credentials | None = None
 
     @property
     def in_container(self) -> bool:
@@ -107,6 +126,18 @@ class RuntimeFacts:
             return ()
         searched = [d for d in found if d not in UNCACHED_LIB_DIRS or d.rstrip("/") in self.loader_path]
         return () if searched else tuple(found)
+
+    def denied_nodes(self) -> tuple[NodeAccess, ...]:
+        """The GPU device nodes this process may not open read-write (CUDA and NVML open them O_RDWR)."""
+        creds = self.credentials
+        if creds is None or self.node_access is None or creds.uid == 0:
+            return ()
+
+        def allowed(node: NodeAccess) -> bool:
+            shift = 6 if node.uid == creds.uid else 3 if node.gid in creds.gids else 0
+            return (node.mode >> shift) & 0o6 == 0o6
+
+        return tuple(node for node in self.node_access if not allowed(node))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,7 +203,31 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         nvidia_driver_capabilities=env.get("NVIDIA_DRIVER_CAPABILITIES"),
         cuda_mask=cuda_mask(env.get("CUDA_VISIBLE_DEVICES")),
         loader_path=tuple(d.rstrip("/") for d in env.get("LD_LIBRARY_PATH", "").split(":") if d),
+        node_access=_node_access(root, gpu_nodes + control_nodes),
+        credentials=_credentials(_read(root, "/proc/self/status")),
     )
+
+
+def _node_access(root: Path, nodes: tuple[str, ...]) -> tuple[NodeAccess, ...]:
+    found = []
+    for node in nodes:
+        try:
+            st = _under(root, node).stat()
+        except OSError:
+            continue
+        found.append(NodeAccess(node, st.st_mode & 0o777, st.st_uid, st.st_gid))
+    return tuple(found)
+
+
+def _credentials(status: str) -> Credentials | None:
+    # "Uid:\treal\teffective\tsaved\tfs", "Gid:" alike, "Groups:\t44 109 10001" (proc(5))
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    try:
+        uid = int(fields["Uid"].split()[1])
+        gids = [int(fields["Gid"].split()[1]), *(int(g) for g in fields.get("Groups", "").split())]
+    except (KeyError, IndexError, ValueError):
+        return None
+    return Credentials(uid, tuple(dict.fromkeys(gids)))
 
 
 def _container(root: Path, env: Mapping[str, str]) -> tuple[str | None, list[str]]:
