@@ -43,6 +43,10 @@ class SmokeRecord:
     log: str  # the tail of its TensorFlow log
 
 
+# The variables besides TF_CONFIG that a verdict is decided from, recorded as set and restored by replay.
+CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
 @dataclass
 class Recording:
     runtime: RuntimeFacts | None = None
@@ -52,6 +56,8 @@ class Recording:
     tensorflow: TfFacts | None = None
     smoke: SmokeRecord | None = None
     tf_config: str | None = None  # TF_CONFIG as set: it decides single host or multi-worker
+    # CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER as set: they decide which GPUs the run uses (host/visible.py)
+    cuda_env: dict[str, str] = field(default_factory=dict)
     smoke_child: SmokeChild | None = field(default=None, repr=False)  # read into `smoke` at the end
 
     def to_json(self) -> dict[str, Any]:
@@ -64,6 +70,7 @@ class Recording:
             "tensorflow": None if self.tensorflow is None else dump(self.tensorflow),
             "smoke": dump(smoke),
             "tf_config": self.tf_config,
+            "cuda_env": dict(self.cuda_env),
         }
 
     @classmethod
@@ -83,6 +90,7 @@ class Recording:
             tensorflow=load(TfFacts | None, data.get("tensorflow")),
             smoke=load(SmokeRecord | None, data.get("smoke")),
             tf_config=load(str | None, data.get("tf_config")),
+            cuda_env={str(k): str(v) for k, v in (data.get("cuda_env") or {}).items()},
         )
 
 

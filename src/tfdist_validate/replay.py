@@ -31,7 +31,7 @@ from tfdist_validate.options import OPTIONS
 from tfdist_validate.probes import Probes
 from tfdist_validate.probes.commands import CommandResult
 from tfdist_validate.probes.tf_facts import TfFacts
-from tfdist_validate.record import Recording, SmokeRecord
+from tfdist_validate.record import CUDA_ENV, Recording, SmokeRecord
 from tfdist_validate.report.files import shown
 from tfdist_validate.report.json_report import SCHEMA_VERSION
 from tfdist_validate.settings import Settings
@@ -209,10 +209,12 @@ def run(path: str, now: Settings, env: Mapping[str, str]) -> int:
     if recording.runtime is None:  # the first layer always records them: this report was cut or edited
         raise UsageError(f"replay: {shown(path)}: the report records no runtime facts")
     settings = recorded_settings(report, now)
-    # TF_CONFIG decided single host or multi-worker then; the environment of this shell does not
-    replay_env = {k: v for k, v in env.items() if k != "TF_CONFIG"}
+    # TF_CONFIG decided single host or multi-worker then, CUDA_VISIBLE_DEVICES which GPUs were used; the
+    # environment of this shell does not
+    replay_env = {k: v for k, v in env.items() if k != "TF_CONFIG" and k not in CUDA_ENV}
     if recording.tf_config is not None:
         replay_env["TF_CONFIG"] = recording.tf_config
+    replay_env.update(recording.cuda_env)
     out = sys.stderr if settings.json == "-" else sys.stdout
     return app.execute(
         report["command"],

@@ -61,6 +61,10 @@ def child_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment of every TensorFlow child: the run's, unbuffered, with this package importable."""
     result = dict(env)
     result["PYTHONUNBUFFERED"] = "1"  # Keras' epoch lines must reach the parent as they are printed
+    # CUDA's default numbering is fastest first; NVML's is PCI bus order. The same order in both lets the
+    # health layer and the hints name the GPU TensorFlow calls GPU:k (host/visible.py). A user's own choice
+    # stands (then the health layer judges every GPU).
+    result.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     # The child imports this package; make that work from a source tree that was not pip-installed too.
     package_root = str(Path(tfdist_validate.__file__).resolve().parents[1])
     result["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, result.get("PYTHONPATH")]))

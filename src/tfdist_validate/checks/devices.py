@@ -10,6 +10,7 @@ import re
 
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host.visible import numbering_note, run_gpus
 from tfdist_validate.result import Layer, Outcome, failed, passed, warned
 from tfdist_validate.runner import Check
 
@@ -66,11 +67,25 @@ def check_count(ctx: Context) -> Outcome:
             f"{replicas} usable {what}(s) ({listed}), fewer than --min-gpus {settings.min_gpus}",
             hint,
         )
+    listed += _nvml_names(ctx, len(tf_gpus))
     if replicas == 1:
         return warned(
             f"1 replica on {listed}: {_ONE_REPLICA}", "use 2 or more GPUs to prove distributed training"
         )
     return passed(f"{replicas} replicas planned on {listed}")
+
+
+def _nvml_names(ctx: Context, tf_count: int) -> str:
+    """Both numberings where TensorFlow's GPU:k is not NVML's (nvidia-smi's) GPU k, so that a hint naming
+    one cannot be read as the other."""
+    snapshot = ctx.facts.driver
+    if ctx.dry_run or snapshot is None:
+        return ""
+    order = run_gpus(snapshot.gpus, ctx.env, None)
+    if order is None or len(order) != tf_count:
+        return ""
+    note = numbering_note(order)
+    return f" ({note})" if note else ""
 
 
 def _count_cluster(ctx: Context, chosen: list[str], host: dict[str, object]) -> Outcome:

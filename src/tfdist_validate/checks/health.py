@@ -12,6 +12,7 @@ from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import Gpu
 from tfdist_validate.host.runtime import RuntimeFacts
+from tfdist_validate.host.visible import run_gpus
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import Check
 
@@ -77,19 +78,24 @@ def check_health(ctx: Context) -> Outcome:
     snapshot = ctx.facts.driver
     if snapshot is None or not snapshot.gpus:
         return skipped("no GPU facts from NVML to judge health by")
-    found: list[str] = []
-    hints: list[str] = []
-    for gpu in snapshot.gpus:
-        gpu_found, gpu_hints = problems(gpu, ctx.facts.runtime)
-        found += gpu_found
-        hints += [h for h in gpu_hints if h not in hints]
-    judged = "NVML" if snapshot.source == "nvml" else "nvidia-smi (no ECC, page or clock counters)"
+    # Judge the GPUs this run trains on; a problem of a GPU outside CUDA_VISIBLE_DEVICES / --devices is
+    # reported but never fails the run (None: which GPUs are used cannot be told, so all are judged).
+    used = run_gpus(snapshot.gpus, ctx.env, ctx.settings.devices)
+    judged = list(snapshot.gpus) if used is None else used
+    found, hints = _problems_of(judged, ctx.facts.runtime)
+    aside, aside_hints = _problems_of([g for g in snapshot.gpus if g not in judged], ctx.facts.runtime)
+    source = "NVML" if snapshot.source == "nvml" else "nvidia-smi (no ECC, page or clock counters)"
     lifetime = {
         f"GPU {g.index}": g.ecc_errors["aggregate_uncorrected"]
-        for g in snapshot.gpus
+        for g in judged
         if _positive(g.ecc_errors.get("aggregate_uncorrected"))
     }
-    info = {"aggregate_uncorrected_ecc": lifetime} if lifetime else {}
+    info: dict[str, Any] = {"aggregate_uncorrected_ecc": lifetime} if lifetime else {}
+    if used is not None:
+        info["judged_gpus"] = [g.index for g in judged]
+        if aside:
+            info["not_used_problems"] = aside
+    which = "GPU(s)" if used is None or len(judged) == len(snapshot.gpus) else "GPU(s) this run uses"
     if not found:
         note = (
             f"; lifetime uncorrected ECC errors {lifetime}, none since the driver loaded and no remap"
@@ -97,12 +103,29 @@ def check_health(ctx: Context) -> Outcome:
             if lifetime
             else ""
         )
-        return passed(f"{len(snapshot.gpus)} GPU(s) healthy by {judged}{note}", info)
+        summary = f"{len(judged)} {which} healthy by {source}{note}"
+        if aside:
+            return warned(
+                f"{summary}; not used by this run: {'; '.join(aside)}",
+                "; ".join(aside_hints) + " (these GPUs are outside CUDA_VISIBLE_DEVICES / --devices)",
+                info,
+            )
+        return passed(summary, info)
     details = {"problems": found, **info}
     summary = "; ".join(found)
     if ctx.settings.fail_on_health:
         return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)
     return warned(summary, "; ".join(hints), details)
+
+
+def _problems_of(gpus: list[Gpu], facts: RuntimeFacts | None) -> tuple[list[str], list[str]]:
+    found: list[str] = []
+    hints: list[str] = []
+    for gpu in gpus:
+        gpu_found, gpu_hints = problems(gpu, facts)
+        found += gpu_found
+        hints += [h for h in gpu_hints if h not in hints]
+    return found, hints
 
 
 CHECKS = (Check("health.gpus", Layer.HEALTH, check_health, requires=("driver.nvml",), gpu_only=True),)
