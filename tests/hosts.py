@@ -298,8 +298,23 @@ class FakeNvml:
     def nvmlDeviceGetName(self, h: int) -> str:
         return self._field(h, "name")
 
-    def nvmlDeviceGetUUID(self, h: int) -> str:
+    def nvmlDeviceGetUUID(self, h: int | tuple[int, int]) -> str:
+        if isinstance(h, tuple):  # a MIG device handle (parent, slot)
+            return self._mig_uuids(h[0])[h[1]]
         return self._field(h, "uuid")
+
+    def _mig_uuids(self, h: int) -> list[str]:
+        device = self.devices[h]
+        assert not isinstance(device, int)
+        return list(json.loads(device.get("mig_devices", "[]")))
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: int) -> int:
+        return 7 if self._enabled(h, "mig.mode.current") else 0  # A100 / H100: up to seven MIG devices
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: int, slot: int) -> tuple[int, int]:
+        if slot >= len(self._mig_uuids(h)):
+            raise _nvml_error(pynvml.NVML_ERROR_NOT_FOUND)
+        return (h, slot)
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> SimpleNamespace:
         total, used = float(self._field(h, "memory.total")), float(self._field(h, "memory.used"))
@@ -491,8 +506,14 @@ def nvml_old_driver() -> FakeNvml:
     return FakeNvml(driver, cuda, [fields], old_driver=True)
 
 
+def mig_uuids(fixture: str) -> list[str]:
+    """The MIG device UUIDs of a real `nvidia-smi -L` listing."""
+    return re.findall(r"\(UUID: (MIG-[0-9a-f-]+)\)", real(fixture))
+
+
 def nvml_mig() -> FakeNvml:
     device = query_csv_device("nvidia-smi-query-csv_h100-mig_590.48.01.csv")
+    device["mig_devices"] = json.dumps(mig_uuids("nvidia-smi-L_h100-mig_590.48.01.txt"))
     return FakeNvml(device["driver_version"], cuda_from_banner("nvidia-smi_h100_590.48.01.txt"), [device])
 
 

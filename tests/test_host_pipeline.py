@@ -293,3 +293,8 @@ def test_a_hung_nvml_call_is_abandoned_at_its_deadline(
         release.set()
     assert (result.code, result.report["verdict"]["check"]) == (50, "driver.nvml")
     assert "NVML did not answer" in result.report["verdict"]["summary"]
+
+
+def test_libcuda_version_is_none_without_a_driver() -> None:
+    # this machine has no libcuda.so.1: the child reports none rather than guessing
+    assert tf_facts.libcuda_version() is None

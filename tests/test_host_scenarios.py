@@ -240,6 +240,19 @@ def test_mig_is_named_by_the_driver_layer(tmp_path: Path) -> None:
     result = hosts.run_check(hosts.docker_one_gpu(tmp_path / "root"), probe_set, tmp_path)
     check = result.check("driver.nvml")
     assert check["status"] == "warn" and "MIG is enabled on GPU 0" in check["summary"]
+    # the MIG devices of the real `nvidia-smi -L` listing, as NVML lists them, and which one the run gets
+    uuids = hosts.mig_uuids("nvidia-smi-L_h100-mig_590.48.01.txt")
+    assert len(uuids) == 4 and result.report["host"]["gpus"][0]["mig_devices"] == uuids
+    assert f"its MIG devices: {', '.join(uuids)}; this run uses one of them" in check["summary"]
+
+
+def test_the_mig_device_cuda_visible_devices_names_is_the_one_the_run_uses(tmp_path: Path) -> None:
+    uuids = hosts.mig_uuids("nvidia-smi-L_h100-mig_590.48.01.txt")
+    host = hosts.docker_one_gpu(tmp_path / "root")
+    host.env["CUDA_VISIBLE_DEVICES"] = f"{uuids[2]},{uuids[0]}"
+    result = hosts.run_check(host, hosts.probes(hosts.nvml_mig(), tf=TF(gpus=1)), tmp_path)
+    summary = result.check("driver.nvml")["summary"]
+    assert f"this run uses {uuids[2]} (the first MIG device CUDA_VISIBLE_DEVICES names)" in summary
 
 
 def test_lost_gpu_is_data_not_a_crash(tmp_path: Path) -> None:
@@ -378,3 +391,20 @@ def test_cc_12_reached_only_by_compute_90_ptx_is_unsupported(
     assert (result.code, check["status"]) == (code, status)
     assert "compute_90" in check["summary"]
     assert ("issues/99592" in check["summary"]) == (code == 23)
+
+
+def test_a_forward_compat_libcuda_is_reported_and_runs_the_build(tmp_path: Path) -> None:
+    """The R535 H100 host (CUDA 12.2 kernel driver: exit 13 above) with the cuda-compat package loaded:
+    TensorFlow's child reports libcuda's cuDriverGetVersion 12.8 (a value; no public capture of a compat
+    libcuda's answer exists), which is what CUDA programs run against."""
+    tf = replace(TF(gpus=8), libcuda_version=12080)
+    result = hosts.run_check(
+        hosts.docker_with_toolkit(tmp_path / "root"), hosts.probes(hosts.nvml_h100x8_r535(), tf=tf), tmp_path
+    )
+    check = result.check("tensorflow.driver_compat")
+    assert check["status"] == "pass", check
+    assert check["details"]["libcuda_cuda"] == "12.8" and check["details"]["driver_cuda"] == "12.2"
+    assert (
+        "forward-compatibility package giving CUDA 12.8; the kernel driver's own is CUDA 12.2"
+        in check["summary"]
+    )

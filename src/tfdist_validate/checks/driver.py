@@ -79,7 +79,7 @@ def check_driver(ctx: Context) -> Outcome:
         return failed(code, f"driver {snapshot.driver_version} is loaded but reports no GPUs", hint, details)
     notes += _cross_check(snapshot, smi)
     summary = _summary(snapshot)
-    warnings, hints = _warnings(snapshot.gpus, facts)
+    warnings, hints = _warnings(snapshot.gpus, facts, ctx.env.get("CUDA_VISIBLE_DEVICES"))
     if warnings or notes:
         return warned("; ".join([summary, *notes, *warnings]), "; ".join(hints), details)
     return passed(summary, details)
@@ -128,7 +128,26 @@ def _cross_check(nvml: DriverSnapshot, smi: SmiAnswer) -> list[str]:
     return notes
 
 
-def _warnings(gpus: tuple[Gpu, ...], facts: RuntimeFacts | None) -> tuple[list[str], list[str]]:
+def _mig_use(mig: list[Gpu], cuda_visible: str | None) -> str:
+    """Which MIG devices there are and which one this run's CUDA process gets: a process enumerates a
+    single MIG device (NVIDIA's MIG user guide, "CUDA Device Enumeration"), the first CUDA_VISIBLE_DEVICES
+    names."""
+    devices = [uuid for gpu in mig for uuid in gpu.mig_devices]
+    if not devices:
+        return "; no MIG device is created on it"
+    named = [t.strip() for t in (cuda_visible or "").split(",") if t.strip().startswith("MIG-")]
+    chosen = next((d for t in named for d in devices if d.startswith(t)), None)
+    which = (
+        f"this run uses {chosen} (the first MIG device CUDA_VISIBLE_DEVICES names)"
+        if chosen
+        else "this run uses one of them; set CUDA_VISIBLE_DEVICES to a MIG UUID to choose which"
+    )
+    return f"; its MIG devices: {', '.join(devices)}; {which}"
+
+
+def _warnings(
+    gpus: tuple[Gpu, ...], facts: RuntimeFacts | None, cuda_visible: str | None = None
+) -> tuple[list[str], list[str]]:
     warnings: list[str] = []
     hints: list[str] = []
     for gpu in gpus:
@@ -140,7 +159,7 @@ def _warnings(gpus: tuple[Gpu, ...], facts: RuntimeFacts | None) -> tuple[list[s
     if mig:
         warnings.append(
             f"MIG is enabled on GPU {', '.join(str(g.index) for g in mig)}: CUDA gives a process one MIG"
-            " instance, so MirroredStrategy cannot span MIG instances"
+            " instance, so MirroredStrategy cannot span MIG instances" + _mig_use(mig, cuda_visible)
         )
         hints.append(
             "for multi-GPU training disable MIG (`sudo nvidia-smi -i <gpu> -mig 0`, then reset the GPU),"

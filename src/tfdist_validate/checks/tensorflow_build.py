@@ -7,6 +7,7 @@ the build carry code for each GPU (23), and does TensorFlow see the GPUs the dri
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from tfdist_validate.checks.devices import canonical
 from tfdist_validate.context import Context
@@ -19,6 +20,7 @@ from tfdist_validate.host.cuda_compat import (
     show_version,
     version_tuple,
 )
+from tfdist_validate.host.gpus import DriverSnapshot, cuda_version_text
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes.tf_facts import TfFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
@@ -104,12 +106,22 @@ def check_driver_compat(ctx: Context) -> Outcome:
             "NVML (libnvidia-ml.so.1) reports the driver's CUDA version; make it available to compare",
         )
     windows = bool(runtime and runtime.wsl2)  # under WSL2 the version is the Windows driver's
-    compat = driver_runs_cuda(snapshot.driver_version, snapshot.cuda_version, build_cuda, windows)
+    # NVML reports the kernel driver's CUDA; a forward-compatibility libcuda (the cuda-compat package on
+    # data-center GPUs) loaded instead gives a newer one, and that is the one CUDA programs run against
+    forward = _forward_compat_cuda(facts, snapshot)
+    compat = driver_runs_cuda(snapshot.driver_version, forward or snapshot.cuda_version, build_cuda, windows)
     details = {
         "driver": snapshot.driver_version,
         "driver_cuda": snapshot.cuda_version,
         "build_cuda": build_cuda,
     }
+    if forward:
+        details["libcuda_cuda"] = forward
+        compat = replace(
+            compat,
+            reason=f"{compat.reason} (the loaded libcuda is a forward-compatibility package giving CUDA"
+            f" {forward}; the kernel driver's own is CUDA {snapshot.cuda_version})",
+        )
     if not compat.ok:
         return failed(ExitCode.DRIVER_TOO_OLD, compat.reason, _upgrade_hint(build_cuda, runtime), details)
     jit = jit_capabilities(ctx) if compat.minor_compat else []
@@ -129,6 +141,14 @@ def check_driver_compat(ctx: Context) -> Outcome:
     if compat.minor_compat:
         return warned(compat.reason, _upgrade_hint(build_cuda, runtime), details)
     return passed(compat.reason, details)
+
+
+def _forward_compat_cuda(facts: TfFacts, snapshot: DriverSnapshot) -> str | None:
+    """The loaded libcuda's CUDA version where it is newer than the kernel driver's (NVML), else None."""
+    loaded, kernel = facts.libcuda_version, snapshot.cuda_driver_version
+    if loaded is None or kernel is None or loaded <= kernel:
+        return None
+    return cuda_version_text(loaded)
 
 
 def _driver_named(version: str | None, runtime: RuntimeFacts | None) -> str:

@@ -63,6 +63,8 @@ class Gpu:
     # NVML calls that raised something other than an NVML error, by function: their value is n/a. pynvml
     # raises NVMLLibraryMismatchError (a plain Exception) where the driver lacks a versioned function.
     query_errors: dict[str, str] = field(default_factory=dict)
+    # MIG mode: the UUIDs of its MIG devices (what CUDA_VISIBLE_DEVICES takes), in NVML's order
+    mig_devices: tuple[str, ...] = ()
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -98,6 +100,7 @@ class Gpu:
             if self.clock_event_reasons is None
             else list(self.clock_event_reasons),
             "error": self.error,
+            "mig_devices": list(self.mig_devices),
             "query_errors": dict(self.query_errors),
         }
 

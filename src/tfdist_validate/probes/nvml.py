@@ -181,7 +181,23 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
         processes=_processes(ask, handle, driver, total_mib, errors),
         clock_event_reasons=_clock_events(ask, handle),
         query_errors=errors,
+        mig_devices=_mig_devices(lib, ask, handle) if mig is not None and mig[0] else (),
     )
+
+
+def _mig_devices(lib: Any, ask: Ask, handle: Any) -> tuple[str, ...]:
+    """The UUIDs of a MIG-mode GPU's MIG devices (`nvidia-smi -L` lists them as `MIG ... (UUID: MIG-...)`).
+    Slots without a device answer NOT_FOUND, which is no error here."""
+    found = []
+    for slot in range(ask("nvmlDeviceGetMaxMigDeviceCount", handle, default=0) or 0):
+        try:
+            device = lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+        except Exception:  # NVML_ERROR_NOT_FOUND for an empty slot; anything else: the slot is unknown
+            continue
+        uuid = ask("nvmlDeviceGetUUID", device, default=None)
+        if uuid is not None:
+            found.append(_text(uuid))
+    return tuple(found)
 
 
 def _enabled(value: int) -> str:

@@ -43,6 +43,7 @@ class TfFacts:
     probe_error: str | None = None  # the child timed out, crashed, or printed no facts
     log: str = ""  # the tail of the child's stderr
     timed_out: bool = False  # a deadline cut the import or the GPU listing short (a TIMEOUT, not a failure)
+    libcuda_version: int | None = None  # cuDriverGetVersion of the loaded libcuda (12040 = 12.4); None: none
 
     @property
     def cuda_version(self) -> str | None:
@@ -70,6 +71,7 @@ class TfFacts:
             "import_error": self.import_error,
             "probe_error": self.probe_error,
             "timed_out": self.timed_out,
+            "libcuda_version": self.libcuda_version,
             "missing_libraries": self.missing_libraries(),
         }
 
@@ -88,6 +90,7 @@ def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
         import_error=data.get("import_error"),
         probe_error=data.get("probe_error"),
         timed_out=bool(data.get("timed_out")),
+        libcuda_version=data.get("libcuda_version") if isinstance(data.get("libcuda_version"), int) else None,
         log=log,
     )
 
@@ -154,7 +157,24 @@ def facts_of(tf: Any, list_gpus: bool = True) -> dict[str, Any]:
         except Exception as err:  # details are a bonus; the list of GPUs is the fact
             details.append({"error": str(err)})
     facts["gpu_details"] = details
+    # the CUDA version of the libcuda TensorFlow loaded: a forward-compatibility package (cuda-compat) gives
+    # a newer one than the kernel driver, which is all NVML's nvmlSystemGetCudaDriverVersion reports
+    facts["libcuda_version"] = libcuda_version() if list_gpus else None
     return facts
+
+
+def libcuda_version() -> int | None:
+    """cuDriverGetVersion of the libcuda.so.1 this process loads (encoded like NVML's: 12040 = 12.4); None
+    where there is none. The call needs no cuInit (CUDA driver API reference, "Version Management")."""
+    import ctypes
+
+    try:
+        library = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        status = library.cuDriverGetVersion(ctypes.byref(version))
+    except (OSError, AttributeError):
+        return None
+    return int(version.value) if status == 0 and version.value > 0 else None
 
 
 def _facts(list_gpus: bool) -> dict[str, Any]:

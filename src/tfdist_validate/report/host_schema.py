@@ -66,8 +66,9 @@ GPU = _strict(
         "clock_event_reasons": {"type": ["array", "null"], "items": _STR},
         "error": _STR_OR_NULL,
         "query_errors": {"type": "object", "additionalProperties": _STR},
+        "mig_devices": {"type": "array", "items": _STR},
     },
-    # query_errors came later: a report of the same major without it is still valid
+    # query_errors and mig_devices came later: a report of the same major without them is still valid
     required=[
         "index",
         "name",
@@ -189,6 +190,7 @@ TENSORFLOW: dict[str, Any] = {
         "import_error": _STR_OR_NULL,
         "probe_error": _STR_OR_NULL,
         "timed_out": {"type": "boolean"},
+        "libcuda_version": {"type": ["integer", "null"]},
         "missing_libraries": _STRINGS,
     },
     "additionalProperties": False,
