@@ -67,3 +67,19 @@ def test_device_nodes_the_non_root_user_may_not_open(
         assert f"mode 0660, group {gid}, and this process (uid 10001, groups 10001)" in check["summary"]
         assert f"--group-add {gid}" in check["hint"] and "keep-groups" in check["hint"]
         assert "--gpus" not in check["hint"]
+
+
+def test_root_only_nodes_cuda_does_not_open_are_not_judged(tmp_path: Path) -> None:
+    """MIG's /dev/nvidia-caps (a folder; nvidia-cap1 is root-only by design) and nvidia-modeset are not what
+    CUDA opens: a non-root run beside them is fine when the GPU nodes, nvidiactl and nvidia-uvm are 0666."""
+    host = _image_user(hosts.docker_one_gpu(tmp_path / "root"), "10001")
+    _mode(host, 0o666)  # as the real in-container listing shows them
+    tree = hosts.HostTree(host.root).dir("/dev/nvidia-caps").file("/dev/nvidia-caps/nvidia-cap1")
+    (host.root / "dev" / "nvidia-caps" / "nvidia-cap1").chmod(0o400)
+    (host.root / "dev" / "nvidia-caps").chmod(0o555)
+    tree.file("/dev/nvidia-modeset")
+    (host.root / "dev" / "nvidia-modeset").chmod(0o600)
+    probe_set = hosts.probes(hosts.nvml_h100s(1), tf=hosts.recorded_tf(gpus=1))
+    result = hosts.run_check(host, probe_set, tmp_path, min_gpus="1")
+    check = result.check("runtime.gpu_access")
+    assert check["status"] == "pass", check["summary"]

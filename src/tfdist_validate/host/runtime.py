@@ -7,6 +7,7 @@ Every read goes through `root`, so tests build the host they need in a temp dir 
 from __future__ import annotations
 
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -203,9 +204,17 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         nvidia_driver_capabilities=env.get("NVIDIA_DRIVER_CAPABILITIES"),
         cuda_mask=cuda_mask(env.get("CUDA_VISIBLE_DEVICES")),
         loader_path=tuple(d.rstrip("/") for d in env.get("LD_LIBRARY_PATH", "").split(":") if d),
-        node_access=_node_access(root, gpu_nodes + control_nodes),
+        node_access=_node_access(
+            root, gpu_nodes + tuple(n for n in control_nodes if n in CUDA_CONTROL_NODES)
+        ),
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
+
+
+# The control nodes a CUDA program (and NVML) opens read-write besides /dev/nvidiaN. Others under /dev/nvidia*
+# are not needed to train and are often root-only by design (/dev/nvidia-caps/nvidia-cap1 for MIG
+# management, nvidia-modeset): judging them would fail every non-root run on such hosts.
+CUDA_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm")
 
 
 def _node_access(root: Path, nodes: tuple[str, ...]) -> tuple[NodeAccess, ...]:
@@ -214,6 +223,8 @@ def _node_access(root: Path, nodes: tuple[str, ...]) -> tuple[NodeAccess, ...]:
         try:
             st = _under(root, node).stat()
         except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode):
             continue
         found.append(NodeAccess(node, st.st_mode & 0o777, st.st_uid, st.st_gid))
     return tuple(found)
