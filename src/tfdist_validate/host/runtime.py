@@ -116,6 +116,12 @@ class RuntimeFacts:
     def wsl2(self) -> bool:
         return self.wsl is not None and self.wsl.version == 2
 
+    @property
+    def nvswitches(self) -> tuple[str, ...]:
+        """/dev/nvidia-nvswitch0, ...: the host has an NVSwitch fabric (HGX / DGX), which
+        nvidia-fabricmanager must bring up before CUDA can start (nvidia-nvswitchctl is the control node)."""
+        return tuple(n for n in self.control_nodes if re.fullmatch(r"/dev/nvidia-nvswitch\d+", n))
+
     def has_library(self, name: str) -> bool:
         return bool(self.libraries.get(name))
 
