@@ -383,6 +383,9 @@ class FakeNvml:
             SimpleNamespace(pid=p["pid"], usedGpuMemory=int(float(p["used_memory"]) * MIB)) for p in found
         ]
 
+    def nvmlDeviceGetPciInfo(self, h: int) -> SimpleNamespace:
+        return SimpleNamespace(busId=self._field(h, "pci.bus_id"))
+
     c_nvmlGpuFabricInfoV_t = pynvml.c_nvmlGpuFabricInfoV_t
     c_nvmlGpuFabricInfo_t = pynvml.c_nvmlGpuFabricInfo_t
 
@@ -583,6 +586,38 @@ def nvml_h100x8_fabric(state: str) -> FakeNvml:
     dead at boot, NVIDIA/NVSentinel#883 and #889)."""
     fake = nvml_h100x8_r535()
     fake.devices = [{**d, "fabric.state": state} for d in fake.devices if not isinstance(d, int)]
+    return fake
+
+
+H100X8_TABLE = "nvidia-smi_h100x8_535.161.08_kuberay-pod.txt"
+
+
+def table_bus_ids(fixture: str) -> list[str]:
+    """The Bus-Id column of a real plain `nvidia-smi` table, in GPU order."""
+    return re.findall(r"^\|\s+\d+\s+NVIDIA [^|]*\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f:.]+)\s", real(fixture), re.M)
+
+
+def sys_pci_gpus(tree: HostTree, bus_ids: Sequence[str]) -> HostTree:
+    """/sys/bus/pci/devices entries of NVIDIA 3D controllers (the kernel's formats, pci-sysfs.c)."""
+    for bus_id in bus_ids:
+        where = f"/sys/bus/pci/devices/{bus_id.lower()[-12:]}"
+        tree.file(f"{where}/vendor", "0x10de\n").file(f"{where}/class", "0x030200\n")
+    return tree
+
+
+def hgx_h100_host(root: Path) -> Host:
+    """The HGX H100 host of the fabric scenario, with its eight GPUs on the PCI bus at the R535 table's
+    Bus-Ids."""
+    host = hgx_h100_fabric_manager_stopped(root)
+    sys_pci_gpus(HostTree(root), table_bus_ids(H100X8_TABLE))
+    return host
+
+
+def nvml_h100x8_one_missing() -> FakeNvml:
+    """The 8x H100 with their Bus-Ids; NVML lists seven: the last fell off the bus."""
+    fake = nvml_h100x8_r535()
+    ids = table_bus_ids(H100X8_TABLE)
+    fake.devices = [{**d, "pci.bus_id": b} for d, b in zip(fake.devices, ids, strict=True)][:-1]  # type: ignore[dict-item]
     return fake
 
 

@@ -78,6 +78,7 @@ MATRIX = [
     MatrixHost("h100x2-one-lost", "2x H100, GPU 1 lost (NVML: GPU is lost), TensorFlow sees one", hosts.docker_with_toolkit, hosts.nvml_one_gpu_lost, _gpus(1), 30, "nvidia_gpu_exporter capture h100-80gb-hbm3__590.48.01"),
     MatrixHost("h100x2-ecc-fail-on-health", "2x H100, uncorrectable ECC errors and a failed row remapping, --fail-on-health", hosts.docker_with_toolkit, hosts.nvml_ecc_errors, _gpus(2), 31, "H100 capture + counters from a public Slurm script (SOURCES.md)", options={"fail_on_health": "true"}),
     MatrixHost("hgx-h100x8-fabric-manager-stopped", "HGX H100 (8 GPUs, 4 NVSwitches), driver 535.161.08, nvidia-fabricmanager stopped: fabric In Progress", hosts.hgx_h100_fabric_manager_stopped, lambda: hosts.nvml_h100x8_fabric("In Progress"), _gpus(0), 14, "nebius kuberay README (nvidia-smi); enroot#15 (/dev listing); NVSentinel#883 (fabric state)"),
+    MatrixHost("hgx-h100x8-one-gpu-off-the-bus", "HGX H100, 8 GPUs on the PCI bus, NVML lists 7 (0000:b7:00.0 fell off the bus), bare host", hosts.hgx_h100_host, hosts.nvml_h100x8_one_missing, _gpus(7), 31, "nebius kuberay README (nvidia-smi, Bus-Ids); enroot#15 (/dev listing); sysfs formats from linux drivers/pci/pci-sysfs.c"),
     MatrixHost("h100x2-busy-nvml-without-v3", "2x H100, other processes on GPU 0, NVML without the _v3 process query", hosts.docker_with_toolkit, hosts.nvml_busy_without_v3, _gpus(2), 0, "nvidia_gpu_exporter captures h100 + h100-mig query-compute-apps"),
 ]  # fmt: skip
 

@@ -70,6 +70,7 @@ class Gpu:
     # ended it; NA where the driver or the GPU generation has no fabric query (before Hopper)
     fabric_state: str = NA
     fabric_status: str = NA
+    pci_bus_id: str | None = None  # NVML's "00000000:8D:00.0"; None where not reported
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -108,6 +109,7 @@ class Gpu:
             "mig_devices": list(self.mig_devices),
             "fabric_state": self.fabric_state,
             "fabric_status": self.fabric_status,
+            "pci_bus_id": self.pci_bus_id,
             "query_errors": dict(self.query_errors),
         }
 

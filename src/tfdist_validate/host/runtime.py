@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfdist_validate.host import pci
+
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
 LIB_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -107,6 +109,8 @@ class RuntimeFacts:
     # the GPU device nodes' modes and this process's credentials; None where unknown (not judged)
     node_access: tuple[NodeAccess, ...] | None = None
     credentials: Credentials | None = None
+    # NVIDIA GPUs on the PCI bus (/sys/bus/pci/devices); None where unreadable or in older reports
+    pci_gpus: tuple[str, ...] | None = None
 
     @property
     def in_container(self) -> bool:
@@ -210,6 +214,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         cuda_mask=cuda_mask(env.get("CUDA_VISIBLE_DEVICES")),
         loader_path=tuple(d.rstrip("/") for d in env.get("LD_LIBRARY_PATH", "").split(":") if d),
         node_access=_node_access(root, gpu_nodes + control_nodes),
+        pci_gpus=pci.nvidia_gpus(root),
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
 

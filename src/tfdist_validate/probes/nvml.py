@@ -161,6 +161,7 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
     ecc = ask("nvmlDeviceGetEccMode", handle, default=None)
     mode = ask("nvmlDeviceGetComputeMode", handle, default=None)
     total_mib = None if memory is None else round(memory.total / _MIB, 1)
+    pci = ask("nvmlDeviceGetPciInfo", handle, default=None)  # nvidia-smi --query-gpu=pci.bus_id
     return Gpu(
         index=index,
         name=_text(lib.nvmlDeviceGetName(handle)),
@@ -183,6 +184,7 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
         clock_event_reasons=_clock_events(ask, handle),
         query_errors=errors,
         mig_devices=_mig_devices(lib, ask, handle) if mig is not None and mig[0] else (),
+        pci_bus_id=None if pci is None else _text(pci.busId),
         **_fabric(lib, ask, handle),
     )
 

@@ -69,6 +69,7 @@ GPU = _strict(
         "mig_devices": {"type": "array", "items": _STR},
         "fabric_state": _STR,
         "fabric_status": _STR,
+        "pci_bus_id": _STR_OR_NULL,
     },
     # query_errors, mig_devices and fabric_* came later: a report of the same major without them is valid
     required=[
