@@ -383,6 +383,24 @@ class FakeNvml:
             SimpleNamespace(pid=p["pid"], usedGpuMemory=int(float(p["used_memory"]) * MIB)) for p in found
         ]
 
+    def nvmlDeviceGetPciInfo(self, h: int) -> SimpleNamespace:
+        return SimpleNamespace(busId=self._field(h, "pci.bus_id"))
+
+    c_nvmlGpuFabricInfoV_t = pynvml.c_nvmlGpuFabricInfoV_t
+    c_nvmlGpuFabricInfo_t = pynvml.c_nvmlGpuFabricInfo_t
+
+    def nvmlDeviceGetGpuFabricInfoV(self, h: int, info: Any) -> int:
+        """Fills the struct from nvidia-smi's `fabric.state` / `fabric.status` (the --query-gpu names);
+        GPUs without them (before Hopper) answer NOT_SUPPORTED, as NVML does."""
+        state = self._field(h, "fabric.state")
+        status = self.devices[h].get("fabric.status", "[N/A]")  # type: ignore[union-attr]
+        target = info._obj  # ctypes.byref's referent
+        target.state = {v: k for k, v in nvml_probe.FABRIC_STATES.items()}[state]
+        target.status = 0 if status in ("Success", "[N/A]") else pynvml.NVML_ERROR_UNKNOWN
+        return 0
+
+    nvmlDeviceGetGpuFabricInfo = nvmlDeviceGetGpuFabricInfoV
+
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
         if self.old_driver:
             raise _nvml_error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
@@ -552,6 +570,55 @@ def nvml_h100x8_r535() -> FakeNvml:
     cc = query_csv_device("nvidia-smi-query-csv_h100_590.48.01.csv")["compute_cap"]
     driver, cuda, devices = table_devices("nvidia-smi_h100x8_535.161.08_kuberay-pod.txt", compute_cap=cc)
     return FakeNvml(driver, cuda, devices)
+
+
+def hgx_h100_fabric_manager_stopped(root: Path) -> Host:
+    """An HGX H100 host: eight GPU nodes and the NVSwitch nodes (names from a real NVSwitch host's listing;
+    HGX H100 has four NVSwitch chips)."""
+    tree = HostTree(root).file("/proc/driver/nvidia/version", real(REAL_DRIVER))
+    keep = re.compile(r"/dev/nvidia(?:[0-7]|ctl|-uvm|-uvm-tools|-nvswitch[0-3]|-nvswitchctl)$")
+    tree.dev_from_ls("ls-1-dev-nvidia_dgx2-16gpu-nvswitch.txt", lambda n: bool(keep.match(n))).driver_libs()
+    return Host(root)
+
+
+def nvml_h100x8_fabric(state: str) -> FakeNvml:
+    """The 8x H100 of `nvml_h100x8_r535`, each GPU's fabric in `state` ("In Progress": nvidia-fabricmanager
+    dead at boot, NVIDIA/NVSentinel#883 and #889)."""
+    fake = nvml_h100x8_r535()
+    fake.devices = [{**d, "fabric.state": state} for d in fake.devices if not isinstance(d, int)]
+    return fake
+
+
+H100X8_TABLE = "nvidia-smi_h100x8_535.161.08_kuberay-pod.txt"
+
+
+def table_bus_ids(fixture: str) -> list[str]:
+    """The Bus-Id column of a real plain `nvidia-smi` table, in GPU order."""
+    return re.findall(r"^\|\s+\d+\s+NVIDIA [^|]*\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f:.]+)\s", real(fixture), re.M)
+
+
+def sys_pci_gpus(tree: HostTree, bus_ids: Sequence[str]) -> HostTree:
+    """/sys/bus/pci/devices entries of NVIDIA 3D controllers (the kernel's formats, pci-sysfs.c)."""
+    for bus_id in bus_ids:
+        where = f"/sys/bus/pci/devices/{bus_id.lower()[-12:]}"
+        tree.file(f"{where}/vendor", "0x10de\n").file(f"{where}/class", "0x030200\n")
+    return tree
+
+
+def hgx_h100_host(root: Path) -> Host:
+    """The HGX H100 host of the fabric scenario, with its eight GPUs on the PCI bus at the R535 table's
+    Bus-Ids."""
+    host = hgx_h100_fabric_manager_stopped(root)
+    sys_pci_gpus(HostTree(root), table_bus_ids(H100X8_TABLE))
+    return host
+
+
+def nvml_h100x8_one_missing() -> FakeNvml:
+    """The 8x H100 with their Bus-Ids; NVML lists seven: the last fell off the bus."""
+    fake = nvml_h100x8_r535()
+    ids = table_bus_ids(H100X8_TABLE)
+    fake.devices = [{**d, "pci.bus_id": b} for d, b in zip(fake.devices, ids, strict=True)][:-1]  # type: ignore[dict-item]
+    return fake
 
 
 def nvml_query_csv(fixture: str, banner: str, count: int = 1) -> FakeNvml:

@@ -77,6 +77,8 @@ MATRIX = [
     MatrixHost("host-no-driver", "bare host without an NVIDIA driver", hosts.bare_host_no_driver, None, None, 10, "(an empty /dev and /proc)"),
     MatrixHost("h100x2-one-lost", "2x H100, GPU 1 lost (NVML: GPU is lost), TensorFlow sees one", hosts.docker_with_toolkit, hosts.nvml_one_gpu_lost, _gpus(1), 30, "nvidia_gpu_exporter capture h100-80gb-hbm3__590.48.01"),
     MatrixHost("h100x2-ecc-fail-on-health", "2x H100, uncorrectable ECC errors and a failed row remapping, --fail-on-health", hosts.docker_with_toolkit, hosts.nvml_ecc_errors, _gpus(2), 31, "H100 capture + counters from a public Slurm script (SOURCES.md)", options={"fail_on_health": "true"}),
+    MatrixHost("hgx-h100x8-fabric-manager-stopped", "HGX H100 (8 GPUs, 4 NVSwitches), driver 535.161.08, nvidia-fabricmanager stopped: fabric In Progress", hosts.hgx_h100_fabric_manager_stopped, lambda: hosts.nvml_h100x8_fabric("In Progress"), _gpus(0), 14, "nebius kuberay README (nvidia-smi); enroot#15 (/dev listing); NVSentinel#883 (fabric state)"),
+    MatrixHost("hgx-h100x8-one-gpu-off-the-bus", "HGX H100, 8 GPUs on the PCI bus, NVML lists 7 (0000:b7:00.0 fell off the bus), bare host", hosts.hgx_h100_host, hosts.nvml_h100x8_one_missing, _gpus(7), 31, "nebius kuberay README (nvidia-smi, Bus-Ids); enroot#15 (/dev listing); sysfs formats from linux drivers/pci/pci-sysfs.c"),
     MatrixHost("h100x2-busy-nvml-without-v3", "2x H100, other processes on GPU 0, NVML without the _v3 process query", hosts.docker_with_toolkit, hosts.nvml_busy_without_v3, _gpus(2), 0, "nvidia_gpu_exporter captures h100 + h100-mig query-compute-apps"),
 ]  # fmt: skip
 
@@ -85,9 +87,12 @@ def record(host: MatrixHost, workdir: Path) -> hosts.CheckRun:
     return hosts.run_check(host.tree(workdir / "root"), host.probes(), workdir, **host.options)
 
 
-def write_all() -> None:
+def write_all(only: list[str] | None = None) -> None:
+    """Record every host, or only the ids named (earlier recordings are kept as they were written)."""
     MATRIX_DIR.mkdir(parents=True, exist_ok=True)
     for host in MATRIX:
+        if only and host.id not in only:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             run = record(host, Path(tmp))
         assert run.code == host.code, (host.id, run.code, run.report["verdict"])
@@ -98,4 +103,4 @@ def write_all() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(write_all())
+    sys.exit(write_all(sys.argv[1:]))

@@ -20,7 +20,7 @@ def contract_table() -> list[dict[str, object]]:
 
 
 def test_contract_fixture_is_complete() -> None:
-    assert len(contract_table()) == 18
+    assert len(contract_table()) == 19
 
 
 def test_exit_codes_json_equals_contract() -> None:

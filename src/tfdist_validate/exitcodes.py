@@ -14,6 +14,7 @@ class ExitCode(enum.IntEnum):
     CONTAINER_NO_GPU = 11
     WSL2_PASSTHROUGH = 12
     DRIVER_TOO_OLD = 13
+    FABRIC_NOT_READY = 14
     TF_IMPORT_FAILED = 20
     TF_NOT_CUDA_BUILD = 21
     TF_NO_GPU = 22
@@ -49,6 +50,10 @@ _MEANINGS: dict[ExitCode, str] = {
     ),
     ExitCode.WSL2_PASSTHROUGH: "WSL2 detected and its GPU passthrough is broken or incomplete",
     ExitCode.DRIVER_TOO_OLD: "the driver supports an older CUDA than the TensorFlow build needs",
+    ExitCode.FABRIC_NOT_READY: (
+        "an NVSwitch system whose fabric is not initialised (nvidia-fabricmanager not running, or not the"
+        " driver's version): CUDA fails with error 802"
+    ),
     ExitCode.TF_IMPORT_FAILED: "TensorFlow cannot be imported",
     ExitCode.TF_NOT_CUDA_BUILD: "TensorFlow was built without CUDA",
     ExitCode.TF_NO_GPU: "the driver sees GPUs, TensorFlow does not (CUDA / cuDNN user-space libraries)",

@@ -46,6 +46,7 @@ LAYER_OF_CODE: dict[ExitCode, Layer] = {
     ExitCode.CONTAINER_NO_GPU: Layer.RUNTIME,
     ExitCode.WSL2_PASSTHROUGH: Layer.RUNTIME,
     ExitCode.DRIVER_TOO_OLD: Layer.TENSORFLOW,  # run compares the driver with the TensorFlow build there
+    ExitCode.FABRIC_NOT_READY: Layer.DRIVER,
     ExitCode.TF_IMPORT_FAILED: Layer.TENSORFLOW,
     ExitCode.TF_NOT_CUDA_BUILD: Layer.TENSORFLOW,
     ExitCode.TF_NO_GPU: Layer.TENSORFLOW,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfdist_validate.checks import fixes
+from tfdist_validate.checks import fabric, fixes
 from tfdist_validate.checks.nvml_errors import classify, gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
@@ -77,7 +77,12 @@ def check_driver(ctx: Context) -> Outcome:
         code = ExitCode.CONTAINER_NO_GPU if facts and facts.in_container else ExitCode.NO_DRIVER
         hint = fixes.container(facts) if facts and facts.in_container else fixes.HOST_DRIVER
         return failed(code, f"driver {snapshot.driver_version} is loaded but reports no GPUs", hint, details)
+    fabric_down = fabric.failure(snapshot.gpus, facts)
+    if fabric_down:
+        return failed(ExitCode.FABRIC_NOT_READY, fabric_down, f"{fabric.FIX} ({fabric.DOC})", details)
     notes += _cross_check(snapshot, smi)
+    # information, not a warning: the test hosts' and many real hosts' NVSwitch nodes with older GPUs
+    details["fabric"] = fabric.note(snapshot.gpus, facts)
     summary = _summary(snapshot)
     warnings, hints = _warnings(snapshot.gpus, facts, ctx.env.get("CUDA_VISIBLE_DEVICES"))
     if warnings or notes:

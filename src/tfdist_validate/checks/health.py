@@ -10,6 +10,7 @@ from typing import Any
 from tfdist_validate.checks.nvml_errors import gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host import pci
 from tfdist_validate.host.gpus import Gpu
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.host.visible import run_gpus
@@ -78,6 +79,17 @@ def check_health(ctx: Context) -> Outcome:
     snapshot = ctx.facts.driver
     if snapshot is None or not snapshot.gpus:
         return skipped("no GPU facts from NVML to judge health by")
+    missing = missing_from_nvml(snapshot.gpus, ctx.facts.runtime)
+    if missing:
+        return failed(
+            ExitCode.GPU_UNHEALTHY,
+            f"{len(missing)} NVIDIA GPU(s) on the PCI bus that NVML does not list: {', '.join(missing)}"
+            f" (NVML lists {len(snapshot.gpus)}); a GPU that fell off the bus (Xid 79) stays on the bus"
+            " but leaves the driver",
+            "check `sudo dmesg | grep -i -e xid -e 'fallen off'`; the GPU needs a reset (`nvidia-smi -r`)"
+            " or a reboot, and service (power, cooling, riser / baseboard) if it happens again",
+            {"missing_from_nvml": missing},
+        )
     # Judge the GPUs this run trains on; a problem of a GPU outside CUDA_VISIBLE_DEVICES / --devices is
     # reported but never fails the run (None: which GPUs are used cannot be told, so all are judged).
     used = run_gpus(snapshot.gpus, ctx.env, ctx.settings.devices)
@@ -116,6 +128,19 @@ def check_health(ctx: Context) -> Outcome:
     if ctx.settings.fail_on_health:
         return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)
     return warned(summary, "; ".join(hints), details)
+
+
+def missing_from_nvml(gpus: tuple[Gpu, ...], facts: RuntimeFacts | None) -> list[str]:
+    """PCI addresses of NVIDIA GPUs the bus lists and NVML does not. Judged on a host only: a container's
+    /sys shows the host's every GPU, NVML only those given to it; and only where NVML gave every GPU's
+    bus id."""
+    if facts is None or facts.in_container or facts.pci_gpus is None or not gpus:
+        return []
+    ids = [g.pci_bus_id for g in gpus]
+    if any(i is None for i in ids):
+        return []
+    seen = {pci.same_address(i) for i in ids if i is not None}
+    return [a for a in facts.pci_gpus if a not in seen]
 
 
 def _problems_of(gpus: list[Gpu], facts: RuntimeFacts | None) -> tuple[list[str], list[str]]:

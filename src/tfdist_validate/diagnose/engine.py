@@ -154,6 +154,7 @@ _GPU_CODES = frozenset(
         ExitCode.CONTAINER_NO_GPU,
         ExitCode.WSL2_PASSTHROUGH,
         ExitCode.DRIVER_TOO_OLD,
+        ExitCode.FABRIC_NOT_READY,
         ExitCode.TF_NO_GPU,
         ExitCode.UNSUPPORTED_GPU,
         ExitCode.GPU_UNHEALTHY,

@@ -65,6 +65,12 @@ class Gpu:
     query_errors: dict[str, str] = field(default_factory=dict)
     # MIG mode: the UUIDs of its MIG devices (what CUDA_VISIBLE_DEVICES takes), in NVML's order
     mig_devices: tuple[str, ...] = ()
+    # the NVLink fabric's registration of this GPU, in nvidia-smi's words (`nvidia-smi -q`, "Fabric"):
+    # state Not Supported | Not Started | In Progress | Completed, status Success or the NVML error that
+    # ended it; NA where the driver or the GPU generation has no fabric query (before Hopper)
+    fabric_state: str = NA
+    fabric_status: str = NA
+    pci_bus_id: str | None = None  # NVML's "00000000:8D:00.0"; None where not reported
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -101,6 +107,9 @@ class Gpu:
             else list(self.clock_event_reasons),
             "error": self.error,
             "mig_devices": list(self.mig_devices),
+            "fabric_state": self.fabric_state,
+            "fabric_status": self.fabric_status,
+            "pci_bus_id": self.pci_bus_id,
             "query_errors": dict(self.query_errors),
         }
 

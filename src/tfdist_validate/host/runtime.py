@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tfdist_validate.host import pci
+
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
 LIB_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -108,6 +110,8 @@ class RuntimeFacts:
     # the GPU device nodes' modes and this process's credentials; None where unknown (not judged)
     node_access: tuple[NodeAccess, ...] | None = None
     credentials: Credentials | None = None
+    # NVIDIA GPUs on the PCI bus (/sys/bus/pci/devices); None where unreadable or in older reports
+    pci_gpus: tuple[str, ...] | None = None
 
     @property
     def in_container(self) -> bool:
@@ -116,6 +120,12 @@ class RuntimeFacts:
     @property
     def wsl2(self) -> bool:
         return self.wsl is not None and self.wsl.version == 2
+
+    @property
+    def nvswitches(self) -> tuple[str, ...]:
+        """/dev/nvidia-nvswitch0, ...: the host has an NVSwitch fabric (HGX / DGX), which
+        nvidia-fabricmanager must bring up before CUDA can start (nvidia-nvswitchctl is the control node)."""
+        return tuple(n for n in self.control_nodes if re.fullmatch(r"/dev/nvidia-nvswitch\d+", n))
 
     def has_library(self, name: str) -> bool:
         return bool(self.libraries.get(name))
@@ -207,6 +217,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         node_access=_node_access(
             root, gpu_nodes + tuple(n for n in control_nodes if n in CUDA_CONTROL_NODES)
         ),
+        pci_gpus=pci.nvidia_gpus(root),
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
 

@@ -13,6 +13,7 @@ classes, built from recorded nvidia-smi outputs, instead of patching pynvml proc
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import threading
 from collections.abc import Callable
@@ -160,6 +161,7 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
     ecc = ask("nvmlDeviceGetEccMode", handle, default=None)
     mode = ask("nvmlDeviceGetComputeMode", handle, default=None)
     total_mib = None if memory is None else round(memory.total / _MIB, 1)
+    pci = ask("nvmlDeviceGetPciInfo", handle, default=None)  # nvidia-smi --query-gpu=pci.bus_id
     return Gpu(
         index=index,
         name=_text(lib.nvmlDeviceGetName(handle)),
@@ -182,7 +184,39 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
         clock_event_reasons=_clock_events(ask, handle),
         query_errors=errors,
         mig_devices=_mig_devices(lib, ask, handle) if mig is not None and mig[0] else (),
+        pci_bus_id=None if pci is None else _text(pci.busId),
+        **_fabric(lib, ask, handle),
     )
+
+
+# nvmlGpuFabricState_t, named as `nvidia-smi -q` prints them under "Fabric"
+FABRIC_STATES = {0: "Not Supported", 1: "Not Started", 2: "In Progress", 3: "Completed"}
+# the versioned call first (drivers 550+); the unversioned one is deprecated but is all that R535 has
+_FABRIC_QUERIES = (
+    ("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+    ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t"),
+)
+
+
+def _fabric(lib: Any, ask: Ask, handle: Any) -> dict[str, str]:
+    """The GPU's NVLink fabric registration (`nvidia-smi -q`, Fabric: State / Status). Hopper and newer
+    only: older GPUs, drivers and bindings answer "not supported", lack the function or the struct, which
+    leaves both NA."""
+    for function, struct in _FABRIC_QUERIES:
+        cls = getattr(lib, struct, None)
+        if cls is None or getattr(lib, function, None) is None:
+            continue
+        info = cls()
+        if ask(function, handle, ctypes.byref(info), default=None) is None:
+            continue
+        state = FABRIC_STATES.get(int(info.state), f"state {int(info.state)}")
+        # nvml.h: status "must be checked only if state returns complete"
+        status = int(info.status) if state == "Completed" else None
+        return {
+            "fabric_state": state,
+            "fabric_status": NA if status is None else "Success" if status == 0 else f"NVML error {status}",
+        }
+    return {}
 
 
 def _mig_devices(lib: Any, ask: Ask, handle: Any) -> tuple[str, ...]:

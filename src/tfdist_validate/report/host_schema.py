@@ -67,8 +67,11 @@ GPU = _strict(
         "error": _STR_OR_NULL,
         "query_errors": {"type": "object", "additionalProperties": _STR},
         "mig_devices": {"type": "array", "items": _STR},
+        "fabric_state": _STR,
+        "fabric_status": _STR,
+        "pci_bus_id": _STR_OR_NULL,
     },
-    # query_errors and mig_devices came later: a report of the same major without them is still valid
+    # query_errors, mig_devices and fabric_* came later: a report of the same major without them is valid
     required=[
         "index",
         "name",
