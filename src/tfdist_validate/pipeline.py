@@ -7,12 +7,12 @@ from tfdist_validate.runner import Check
 
 def host_checks() -> list[Check]:
     """The fast layers: runtime, driver, health, TensorFlow's view of the GPUs, the device count."""
-    from tfdist_validate.checks import devices, driver, health, runtime, tensorflow_build
+    from tfdist_validate.checks import devices, driver, health, kernel_log, runtime, tensorflow_build
 
     return [
         *runtime.CHECKS,
         *driver.CHECKS,
-        *health.CHECKS,
+        *kernel_log.with_kernel_log(health.CHECKS),
         *tensorflow_build.CHECKS,
         *devices.CHECKS,
     ]

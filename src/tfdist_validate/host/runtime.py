@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfdist_validate.host import pci
+from tfdist_validate.host.kmsg import KernelLog, read_kernel_log
 
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
 LIB_DIRS = (
@@ -112,6 +113,8 @@ class RuntimeFacts:
     credentials: Credentials | None = None
     # NVIDIA GPUs on the PCI bus (/sys/bus/pci/devices); None where unreadable or in older reports
     pci_gpus: tuple[str, ...] | None = None
+    # Xid / SXid events since boot from /dev/kmsg (host/kmsg.py); None in older reports (then not judged)
+    kernel_log: KernelLog | None = None
 
     @property
     def in_container(self) -> bool:
@@ -218,6 +221,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
             root, gpu_nodes + tuple(n for n in control_nodes if n in CUDA_CONTROL_NODES)
         ),
         pci_gpus=pci.nvidia_gpus(root),
+        kernel_log=read_kernel_log(root),
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
 
