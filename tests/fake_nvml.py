@@ -218,6 +218,22 @@ class FakeNvml:
 
     nvmlDeviceGetGpuFabricInfo = nvmlDeviceGetGpuFabricInfoV
 
+    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
+        """From a `nvidia-smi nvlink -s` capture's lines (the `nvlink` field): a speed is an active link,
+        `<inactive>` a down one; a GPU without the field has no NVLink (NOT_SUPPORTED), and a link past the
+        product's last is INVALID_ARGUMENT, as nvml.h documents."""
+        links = json.loads(self._field(h, "nvlink"))
+        if link >= len(links):
+            raise _nvml_error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return 0 if links[link] == "<inactive>" else 1
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h: int, link: int, counter: int) -> int:
+        """From the `nvlink.errors` field ({link: {replay, recovery, crc_flit, crc_data}}, the counters of
+        `nvidia-smi nvlink -e`); NOT_SUPPORTED without it, as Hopper's drivers answer."""
+        counts = json.loads(self._field(h, "nvlink.errors"))
+        names = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
+        return int(counts.get(str(link), {}).get(names[counter], 0))
+
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
         if self.old_driver:
             raise _nvml_error(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)

@@ -28,6 +28,9 @@ from nvml_scenarios import (
     H100X8_TABLE as H100X8_TABLE,
 )
 from nvml_scenarios import (
+    nvml_a100x8_nvlink as nvml_a100x8_nvlink,
+)
+from nvml_scenarios import (
     nvml_busy as nvml_busy,
 )
 from nvml_scenarios import (

@@ -17,6 +17,7 @@ from fake_nvml import FakeNvml
 from recorded_outputs import (
     cuda_from_banner,
     mig_uuids,
+    nvlink_status,
     query_csv_device,
     real,
     strip_unit,
@@ -186,3 +187,19 @@ def nvml_failing(code: int) -> FakeNvml:
 
 def snapshot(fake: FakeNvml) -> DriverSnapshot:
     return nvml_probe.collect(lib=fake)
+
+
+def nvml_a100x8_nvlink(
+    down: Mapping[int, int] | None = None, errors: Mapping[int, str] | None = None
+) -> FakeNvml:
+    """The 8x A100-SXM4-80GB of a real `nvidia-smi nvlink -s` (leptonai/gpud testdata), all twelve links of
+    each up at 25 GB/s. `down` marks GPU -> link `<inactive>`; `errors` gives GPU -> `nvlink.errors` JSON.
+    Both are changes to the capture (no public capture of a down link or of `nvlink -e` counts was found)."""
+    devices = nvlink_status("nvidia-smi-nvlink-s_a100-sxm4-80gbx8.txt")
+    for gpu, link in (down or {}).items():
+        links = json.loads(devices[gpu]["nvlink"])
+        links[link] = "<inactive>"
+        devices[gpu]["nvlink"] = json.dumps(links)
+    for gpu, counts in (errors or {}).items():
+        devices[gpu]["nvlink.errors"] = counts
+    return FakeNvml(devices=devices)  # the capture names no driver version

@@ -72,6 +72,39 @@ def problems(gpu: Gpu, facts: RuntimeFacts | None = None) -> tuple[list[str], li
     if slow:
         found.append(f"{where}: clocks slowed by {', '.join(slow)}")
         hints.append("check cooling and power (`nvidia-smi -q -d PERFORMANCE`)")
+    nvlink_found, nvlink_hints = nvlink_problems(gpu)
+    return found + nvlink_found, hints + nvlink_hints
+
+
+def nvlink_problems(gpu: Gpu) -> tuple[list[str], list[str]]:
+    """Links down beside links up (`nvidia-smi nvlink -s`), and NVLink error counts (`nvidia-smi nvlink
+    -e`): NCCL's all-reduce then takes slower paths, or hangs. A GPU with every link down is not judged: a
+    PCIe card without an NVLink bridge has its links but none up."""
+    found: list[str] = []
+    hints: list[str] = []
+    links = gpu.nvlink_links or ()
+    down = [str(i) for i, state in enumerate(links) if state != "active"]
+    if down and len(down) < len(links):
+        found.append(
+            f"GPU {gpu.index}: NVLink {len(links) - len(down)} of {len(links)} links active"
+            f" (down: link {', '.join(down)})"
+        )
+        hints.append(
+            "a down NVLink link makes collectives slower or hang: see `nvidia-smi nvlink -s`; reset the GPU"
+            " or reboot, and have the baseboard serviced if it stays down"
+        )
+    totals: dict[str, int] = {}
+    for counts in gpu.nvlink_errors.values():
+        for name, n in counts.items():
+            totals[name] = totals.get(name, 0) + n
+    counted = {name: n for name, n in totals.items() if n > 0}
+    if counted:
+        shown = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counted.items())
+        found.append(f"GPU {gpu.index}: NVLink errors since the driver loaded: {shown}")
+        hints.append(
+            "NVLink CRC / replay / recovery errors mean a marginal link: watch `nvidia-smi nvlink -e`;"
+            " if they grow, drain the node for service"
+        )
     return found, hints
 
 

@@ -71,6 +71,12 @@ class Gpu:
     fabric_state: str = NA
     fabric_status: str = NA
     pci_bus_id: str | None = None  # NVML's "00000000:8D:00.0"; None where not reported
+    # each NVLink link's state in link order, "active" | "inactive" (`nvidia-smi nvlink -s`: a speed or
+    # <inactive>); None: the GPU has no NVLink, or the driver did not say
+    nvlink_links: tuple[str, ...] | None = None
+    # link number -> replay / recovery / crc_flit / crc_data -> count since the driver loaded (`nvidia-smi
+    # nvlink -e`), for the active links whose counters NVML reports (Hopper's drivers report none here)
+    nvlink_errors: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -110,6 +116,8 @@ class Gpu:
             "fabric_state": self.fabric_state,
             "fabric_status": self.fabric_status,
             "pci_bus_id": self.pci_bus_id,
+            "nvlink_links": None if self.nvlink_links is None else list(self.nvlink_links),
+            "nvlink_errors": {link: dict(c) for link, c in self.nvlink_errors.items()},
             "query_errors": dict(self.query_errors),
         }
 
