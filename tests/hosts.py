@@ -79,6 +79,9 @@ from nvml_scenarios import (
     nvml_two_healthy as nvml_two_healthy,
 )
 from nvml_scenarios import (
+    nvml_two_over_pcie as nvml_two_over_pcie,
+)
+from nvml_scenarios import (
     nvml_wsl2_two_3090 as nvml_wsl2_two_3090,
 )
 from nvml_scenarios import (

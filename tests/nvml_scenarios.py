@@ -23,6 +23,7 @@ from recorded_outputs import (
     strip_unit,
     table_bus_ids,
     table_devices,
+    topo_matrix,
     xml_device,
 )
 from tfdist_validate.host.gpus import DriverSnapshot
@@ -202,4 +203,16 @@ def nvml_a100x8_nvlink(
         devices[gpu]["nvlink"] = json.dumps(links)
     for gpu, counts in (errors or {}).items():
         devices[gpu]["nvlink.errors"] = counts
-    return FakeNvml(devices=devices)  # the capture names no driver version
+    # the same product's `nvidia-smi topo -m` (AWS p4d.24xlarge: 8x A100 SXM4, NV12 between every two)
+    return FakeNvml(devices=devices, topology=topo_matrix("topo-m_aws-p4d-24xlarge_a100x8.txt"))
+
+
+def nvml_two_over_pcie(refused: int | None = None) -> FakeNvml:
+    """The two healthy GPUs with the pair's facts of a real 2-GPU `nvidia-smi topo -m` (2x RTX 5090, PHB:
+    through the CPU's host bridge; club-3090#1229). `refused`: NVML's P2P read / write status for the pair
+    (a change to the capture, which shows none; e.g. NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED)."""
+    fake = nvml_two_healthy()
+    fake.topology = topo_matrix("topo-m_rtx5090x2-pcie.txt")
+    if refused is not None:
+        fake.p2p_refused[(0, 1)] = refused
+    return fake

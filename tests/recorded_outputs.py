@@ -138,3 +138,17 @@ def nvlink_status(fixture: str) -> list[dict[str, str]]:
             links.append(link.group(2))
             gpus[-1]["nvlink"] = json.dumps(links)
     return gpus
+
+
+def topo_matrix(fixture: str) -> list[list[str]]:
+    """The GPU-to-GPU cells of a real `nvidia-smi topo -m` ("X", "NV12", "PIX", "SYS", ...), GPU rows by
+    GPU columns; NIC rows and columns, CPU and NUMA affinity are left out."""
+    lines = [line for line in real(fixture).splitlines() if line.strip()]
+    header = lines[0].split("\t") if "\t" in lines[0] else lines[0].split()
+    gpus = sum(1 for cell in header if re.fullmatch(r"\s*GPU\d+\s*", cell))
+    rows = []
+    for line in lines[1:]:
+        cells = line.split("\t") if "\t" in line else line.split()
+        if re.fullmatch(r"GPU\d+", cells[0].strip()):
+            rows.append([c.strip() for c in cells[1 : 1 + gpus]])
+    return rows

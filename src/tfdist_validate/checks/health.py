@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks import p2p
 from tfdist_validate.checks.nvml_errors import gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
@@ -140,7 +141,13 @@ def check_health(ctx: Context) -> Outcome:
         info["judged_gpus"] = [g.index for g in judged]
         if aside:
             info["not_used_problems"] = aside
+    links, link_hints, link_info = p2p.view(snapshot.pairs, judged, ctx.facts.runtime)
+    info.update(link_info)
     which = "GPU(s)" if used is None or len(judged) == len(snapshot.gpus) else "GPU(s) this run uses"
+    if links:
+        info["peer_to_peer"] = links
+    if not found and links:
+        return warned("; ".join(links + aside), "; ".join(link_hints + aside_hints), info)
     if not found:
         note = (
             f"; lifetime uncorrected ECC errors {lifetime}, none since the driver loaded and no remap"
@@ -157,7 +164,8 @@ def check_health(ctx: Context) -> Outcome:
             )
         return passed(summary, info)
     details = {"problems": found, **info}
-    summary = "; ".join(found)
+    summary = "; ".join(found + links)
+    hints += [h for h in link_hints if h not in hints]
     if ctx.settings.fail_on_health:
         return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)
     return warned(summary, "; ".join(hints), details)

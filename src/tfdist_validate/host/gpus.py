@@ -122,6 +122,38 @@ class Gpu:
         }
 
 
+# how two GPUs reach each other, from `nvidia-smi topo -m`'s word for their closest common PCIe ancestor
+PATHS = {
+    "PIX": "one PCIe switch",
+    "PXB": "PCIe switches",
+    "PHB": "the CPU (a PCIe host bridge)",
+    "NODE": "the CPU (host bridges of one NUMA node)",
+    "SYS": "the CPUs' interconnect (across NUMA nodes)",
+}
+
+
+@dataclass(frozen=True)
+class GpuPair:
+    """Two GPUs (NVML indexes a < b): NVML's peer-to-peer status (`nvidia-smi topo -p2p r` / `w` / `n`: "OK"
+    or why not) and their closest common PCIe ancestor (`nvidia-smi topo -m`'s PIX / PXB / PHB / NODE / SYS;
+    NA where not reported)."""
+
+    a: int
+    b: int
+    p2p_read: str = NA
+    p2p_write: str = NA
+    p2p_nvlink: str = NA
+    topology: str = NA
+    error: str | None = None  # a GPU of the pair answered with an error (lost): nothing else is known
+    query_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        if self.p2p_nvlink == "OK":
+            return "NVLink"
+        return PATHS.get(self.topology, NA)
+
+
 @dataclass(frozen=True)
 class DriverSnapshot:
     source: str  # "nvml" | "nvidia-smi"
@@ -129,6 +161,7 @@ class DriverSnapshot:
     driver_version: str | None = None
     cuda_driver_version: int | None = None  # NVML's encoding: 12020 = CUDA 12.2
     gpus: tuple[Gpu, ...] = ()
+    pairs: tuple[GpuPair, ...] = ()  # every two GPUs; () where fewer than two, or in older reports
 
     @property
     def cuda_version(self) -> str | None:

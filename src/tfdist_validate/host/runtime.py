@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfdist_validate.host import pci
+from tfdist_validate.host import iommu, pci
 
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
 LIB_DIRS = (
@@ -112,6 +112,8 @@ class RuntimeFacts:
     credentials: Credentials | None = None
     # NVIDIA GPUs on the PCI bus (/sys/bus/pci/devices); None where unreadable or in older reports
     pci_gpus: tuple[str, ...] | None = None
+    # the IOMMU / ACS parameters of /proc/cmdline (host/iommu.py); None where unreadable or in older reports
+    kernel_iommu: tuple[str, ...] | None = None
 
     @property
     def in_container(self) -> bool:
@@ -218,6 +220,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
             root, gpu_nodes + tuple(n for n in control_nodes if n in CUDA_CONTROL_NODES)
         ),
         pci_gpus=pci.nvidia_gpus(root),
+        kernel_iommu=iommu.kernel_params(cmdline) if (cmdline := _read(root, "/proc/cmdline")) else None,
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfdist_validate.host.gpus import NA, DriverSnapshot, Gpu, ProbeError, Process
-from tfdist_validate.probes import nvlink
+from tfdist_validate.probes import nvlink, p2p
 
 # NVML return codes (nvml.h; stable ABI values, also pynvml.NVML_ERROR_*)
 NOT_SUPPORTED = 3
@@ -75,8 +75,9 @@ def collect(lib: Any = None) -> DriverSnapshot:
     try:
         driver = _text(lib.nvmlSystemGetDriverVersion())
         cuda = _query(lib, "nvmlSystemGetCudaDriverVersion", default=None)
-        gpus = tuple(_gpu(lib, i, driver) for i in range(lib.nvmlDeviceGetCount()))
-        return DriverSnapshot("nvml", None, driver, cuda, gpus)
+        count = lib.nvmlDeviceGetCount()
+        gpus = tuple(_gpu(lib, i, driver) for i in range(count))
+        return DriverSnapshot("nvml", None, driver, cuda, gpus, p2p.read(lib, _query, count))
     except Exception as err:
         return DriverSnapshot("nvml", _error(err))
     finally:
