@@ -185,6 +185,7 @@ HOST: dict[str, Any] = {
             {"value": _STR_OR_NULL, "hides_all": {"type": "boolean"}, "reason": _STR}
         ),
         "driver": DRIVER,
+        "collective_env": {"type": "object", "additionalProperties": _STR},
         "gpus": {"type": "array", "items": GPU},
         "replicas_planned": {"type": "integer", "minimum": 0},
         "devices": {"type": "array", "items": {"type": "string", "pattern": r"^/(gpu|cpu):\d+$"}},
