@@ -68,6 +68,7 @@ class FakeNvml:
         old_driver: bool = False,
         no_v3_processes: bool = False,
         v3_layout_break: bool = False,
+        topology: Sequence[Sequence[str]] = (),
     ) -> None:
         self.driver = driver
         self.cuda = cuda
@@ -80,6 +81,10 @@ class FakeNvml:
         # drivers 535.43-535.86: _v3 writes 32-byte v3 entries that pynvml reads as 24-byte v2 ones
         self.v3_layout_break = v3_layout_break
         self.calls: list[str] = []
+        # the GPU cells of a real `nvidia-smi topo -m` (recorded_outputs.topo_matrix); (): NOT_SUPPORTED
+        self.topology = [list(row) for row in topology]
+        # (a, b) -> NVML_P2P_STATUS_* for read and write: a change to the capture, which shows no P2P status
+        self.p2p_refused: dict[tuple[int, int], int] = {}
 
     def _field(self, handle: int, name: str) -> str:
         device = self.devices[handle]
@@ -217,6 +222,42 @@ class FakeNvml:
         return 0
 
     nvmlDeviceGetGpuFabricInfo = nvmlDeviceGetGpuFabricInfoV
+
+    def nvmlDeviceGetNvLinkState(self, h: int, link: int) -> int:
+        """From a `nvidia-smi nvlink -s` capture's lines (the `nvlink` field): a speed is an active link,
+        `<inactive>` a down one; a GPU without the field has no NVLink (NOT_SUPPORTED), and a link past the
+        product's last is INVALID_ARGUMENT, as nvml.h documents."""
+        links = json.loads(self._field(h, "nvlink"))
+        if link >= len(links):
+            raise _nvml_error(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return 0 if links[link] == "<inactive>" else 1
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, h: int, link: int, counter: int) -> int:
+        """From the `nvlink.errors` field ({link: {replay, recovery, crc_flit, crc_data}}, the counters of
+        `nvidia-smi nvlink -e`); NOT_SUPPORTED without it, as Hopper's drivers answer."""
+        counts = json.loads(self._field(h, "nvlink.errors"))
+        names = {0: "replay", 1: "recovery", 2: "crc_flit", 3: "crc_data"}
+        return int(counts.get(str(link), {}).get(names[counter], 0))
+
+    def _cell(self, a: int, b: int) -> str:
+        if not self.topology:
+            raise _nvml_error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return self.topology[a][b]
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, a: int, b: int) -> int:
+        """topo -m's word as nvmlGpuTopologyLevel_t; an `NV#` cell hides the PCIe path, which no capture
+        gives, so it answers NOT_SUPPORTED (a limit of this stand-in, not NVML's answer)."""
+        levels = {"PIX": 10, "PXB": 20, "PHB": 30, "NODE": 40, "SYS": 50}
+        cell = self._cell(a, b)
+        if cell not in levels:
+            raise _nvml_error(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return levels[cell]
+
+    def nvmlDeviceGetP2PStatus(self, a: int, b: int, index: int) -> int:
+        nvlink = self._cell(a, b).startswith("NV")
+        if index == pynvml.NVML_P2P_CAPS_INDEX_NVLINK:
+            return pynvml.NVML_P2P_STATUS_OK if nvlink else pynvml.NVML_P2P_STATUS_NOT_SUPPORTED
+        return self.p2p_refused.get((a, b), pynvml.NVML_P2P_STATUS_OK)
 
     def nvmlDeviceGetCurrentClocksEventReasons(self, h: int) -> int:
         if self.old_driver:

@@ -28,6 +28,9 @@ from nvml_scenarios import (
     H100X8_TABLE as H100X8_TABLE,
 )
 from nvml_scenarios import (
+    nvml_a100x8_nvlink as nvml_a100x8_nvlink,
+)
+from nvml_scenarios import (
     nvml_busy as nvml_busy,
 )
 from nvml_scenarios import (
@@ -74,6 +77,9 @@ from nvml_scenarios import (
 )
 from nvml_scenarios import (
     nvml_two_healthy as nvml_two_healthy,
+)
+from nvml_scenarios import (
+    nvml_two_over_pcie as nvml_two_over_pcie,
 )
 from nvml_scenarios import (
     nvml_wsl2_two_3090 as nvml_wsl2_two_3090,

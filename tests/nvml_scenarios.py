@@ -17,11 +17,13 @@ from fake_nvml import FakeNvml
 from recorded_outputs import (
     cuda_from_banner,
     mig_uuids,
+    nvlink_status,
     query_csv_device,
     real,
     strip_unit,
     table_bus_ids,
     table_devices,
+    topo_matrix,
     xml_device,
 )
 from tfdist_validate.host.gpus import DriverSnapshot
@@ -186,3 +188,31 @@ def nvml_failing(code: int) -> FakeNvml:
 
 def snapshot(fake: FakeNvml) -> DriverSnapshot:
     return nvml_probe.collect(lib=fake)
+
+
+def nvml_a100x8_nvlink(
+    down: Mapping[int, int] | None = None, errors: Mapping[int, str] | None = None
+) -> FakeNvml:
+    """The 8x A100-SXM4-80GB of a real `nvidia-smi nvlink -s` (leptonai/gpud testdata), all twelve links of
+    each up at 25 GB/s. `down` marks GPU -> link `<inactive>`; `errors` gives GPU -> `nvlink.errors` JSON.
+    Both are changes to the capture (no public capture of a down link or of `nvlink -e` counts was found)."""
+    devices = nvlink_status("nvidia-smi-nvlink-s_a100-sxm4-80gbx8.txt")
+    for gpu, link in (down or {}).items():
+        links = json.loads(devices[gpu]["nvlink"])
+        links[link] = "<inactive>"
+        devices[gpu]["nvlink"] = json.dumps(links)
+    for gpu, counts in (errors or {}).items():
+        devices[gpu]["nvlink.errors"] = counts
+    # the same product's `nvidia-smi topo -m` (AWS p4d.24xlarge: 8x A100 SXM4, NV12 between every two)
+    return FakeNvml(devices=devices, topology=topo_matrix("topo-m_aws-p4d-24xlarge_a100x8.txt"))
+
+
+def nvml_two_over_pcie(refused: int | None = None) -> FakeNvml:
+    """The two healthy GPUs with the pair's facts of a real 2-GPU `nvidia-smi topo -m` (2x RTX 5090, PHB:
+    through the CPU's host bridge; club-3090#1229). `refused`: NVML's P2P read / write status for the pair
+    (a change to the capture, which shows none; e.g. NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED)."""
+    fake = nvml_two_healthy()
+    fake.topology = topo_matrix("topo-m_rtx5090x2-pcie.txt")
+    if refused is not None:
+        fake.p2p_refused[(0, 1)] = refused
+    return fake

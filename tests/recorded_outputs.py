@@ -120,3 +120,35 @@ def table_devices(fixture: str, **extra: str) -> tuple[str, int, list[dict[str, 
 def table_bus_ids(fixture: str) -> list[str]:
     """The Bus-Id column of a real plain `nvidia-smi` table, in GPU order."""
     return re.findall(r"^\|\s+\d+\s+NVIDIA [^|]*\|\s+([0-9A-Fa-f]{8}:[0-9A-Fa-f:.]+)\s", real(fixture), re.M)
+
+
+def nvlink_status(fixture: str) -> list[dict[str, str]]:
+    """Each GPU of a real `nvidia-smi nvlink -s` capture: its name, UUID and, as JSON, each link's state in
+    link order ("25 GB/s", or "<inactive>" for a link that is down). A GPU without NVLink prints nothing."""
+    gpus: list[dict[str, str]] = []
+    links: list[str] = []
+    for line in real(fixture).splitlines():
+        header = re.match(r"GPU (\d+): (.+) \(UUID: (\S+)\)$", line.strip())
+        link = re.match(r"Link (\d+): (.+)$", line.strip())
+        if header:
+            links = []
+            gpus.append({"name": header.group(2), "uuid": header.group(3)})
+        elif link:
+            assert int(link.group(1)) == len(links), line
+            links.append(link.group(2))
+            gpus[-1]["nvlink"] = json.dumps(links)
+    return gpus
+
+
+def topo_matrix(fixture: str) -> list[list[str]]:
+    """The GPU-to-GPU cells of a real `nvidia-smi topo -m` ("X", "NV12", "PIX", "SYS", ...), GPU rows by
+    GPU columns; NIC rows and columns, CPU and NUMA affinity are left out."""
+    lines = [line for line in real(fixture).splitlines() if line.strip()]
+    header = lines[0].split("\t") if "\t" in lines[0] else lines[0].split()
+    gpus = sum(1 for cell in header if re.fullmatch(r"\s*GPU\d+\s*", cell))
+    rows = []
+    for line in lines[1:]:
+        cells = line.split("\t") if "\t" in line else line.split()
+        if re.fullmatch(r"GPU\d+", cells[0].strip()):
+            rows.append([c.strip() for c in cells[1 : 1 + gpus]])
+    return rows

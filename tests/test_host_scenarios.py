@@ -115,6 +115,13 @@ CASES = [
     Case("ECC errors fail with --fail-on-health", hosts.docker_with_toolkit,
          p(hosts.nvml_ecc_errors, tf=lambda: TF(gpus=2)), 31, "health.gpus", ("nvidia-smi -q -d ECC",),
          ("27 volatile uncorrected ECC errors", "row remapping failed"), {"fail_on_health": "true"}),
+    Case("HGX A100, one NVLink link down and CRC errors: 31 with --fail-on-health", hosts.docker_with_toolkit,
+         p(lambda: hosts.nvml_a100x8_nvlink({2: 3}, {5: '{"7": {"crc_flit": 4, "replay": 1}}'}),
+           tf=lambda: TF(gpus=8)), 31, "health.gpus", ("nvidia-smi nvlink -s", "nvidia-smi nvlink -e"),
+         ("GPU 2: NVLink 11 of 12 links active (down: link 3)", "GPU 5: NVLink errors since the driver loaded:"
+          " 1 replay, 4 crc flit"), {"fail_on_health": "true"}),
+    Case("HGX A100, every NVLink link up and no errors: healthy", hosts.docker_with_toolkit,
+         p(hosts.nvml_a100x8_nvlink, tf=lambda: TF(gpus=8)), 0, None, (), (), {"fail_on_health": "true"}),
     Case("lifetime ECC errors only, no remap pending or failed: healthy, the count shown", hosts.docker_with_toolkit,
          p(hosts.nvml_lifetime_ecc_only, tf=lambda: TF(gpus=2)), 0, None, (),
          (), {"fail_on_health": "true"}),

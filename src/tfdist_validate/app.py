@@ -18,7 +18,7 @@ from tfdist_validate.context import Context, Deadline
 from tfdist_validate.errors import Terminated, UsageError
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.probes import Probes
-from tfdist_validate.record import CUDA_ENV, Recording, RecordingSession, recording_probes
+from tfdist_validate.record import RECORDED_ENV, Recording, RecordingSession, recording_probes
 from tfdist_validate.report import json_report, termination
 from tfdist_validate.report.files import WriteError, shown, write_output
 from tfdist_validate.report.heartbeat import Heartbeat, HeartbeatTiming
@@ -97,7 +97,7 @@ class Session:
         deadline = Deadline.after(settings.timeout)
         # every answer a verdict is decided from goes into the report, so that `replay` can decide it again
         self.recording = Recording(
-            tf_config=env.get("TF_CONFIG"), cuda_env={k: env[k] for k in CUDA_ENV if k in env}
+            tf_config=env.get("TF_CONFIG"), cuda_env={k: env[k] for k in RECORDED_ENV if k in env}
         )
         session = tf or tfsession.for_command(command, env, out, self.human.clear_status)
         self.ctx = Context(

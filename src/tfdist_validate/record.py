@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tfdist_validate.codec import dump, load
+from tfdist_validate.host import collective_env
 from tfdist_validate.host.gpus import DriverSnapshot
 from tfdist_validate.host.runtime import RuntimeFacts
 from tfdist_validate.probes import Probes
@@ -45,6 +46,8 @@ class SmokeRecord:
 
 # The variables besides TF_CONFIG that a verdict is decided from, recorded as set and restored by replay.
 CUDA_ENV = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+# ...and those the report lists as changing the run's collectives (host/collective_env.py), kept beside them
+RECORDED_ENV = CUDA_ENV + collective_env.NAMES
 
 
 @dataclass
@@ -56,7 +59,8 @@ class Recording:
     tensorflow: TfFacts | None = None
     smoke: SmokeRecord | None = None
     tf_config: str | None = None  # TF_CONFIG as set: it decides single host or multi-worker
-    # CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER as set: they decide which GPUs the run uses (host/visible.py)
+    # CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER as set: they decide which GPUs the run uses (host/visible.py);
+    # RECORDED_ENV's others as set (older reports lack them)
     cuda_env: dict[str, str] = field(default_factory=dict)
     smoke_child: SmokeChild | None = field(default=None, repr=False)  # read into `smoke` at the end
 

@@ -31,7 +31,7 @@ from tfdist_validate.options import OPTIONS
 from tfdist_validate.probes import Probes
 from tfdist_validate.probes.commands import CommandResult
 from tfdist_validate.probes.tf_facts import TfFacts
-from tfdist_validate.record import CUDA_ENV, Recording, SmokeRecord
+from tfdist_validate.record import RECORDED_ENV, Recording, SmokeRecord
 from tfdist_validate.report.files import shown
 from tfdist_validate.report.json_report import SCHEMA_VERSION
 from tfdist_validate.settings import Settings
@@ -211,7 +211,7 @@ def run(path: str, now: Settings, env: Mapping[str, str]) -> int:
     settings = recorded_settings(report, now)
     # TF_CONFIG decided single host or multi-worker then, CUDA_VISIBLE_DEVICES which GPUs were used; the
     # environment of this shell does not
-    replay_env = {k: v for k, v in env.items() if k != "TF_CONFIG" and k not in CUDA_ENV}
+    replay_env = {k: v for k, v in env.items() if k != "TF_CONFIG" and k not in RECORDED_ENV}
     if recording.tf_config is not None:
         replay_env["TF_CONFIG"] = recording.tf_config
     replay_env.update(recording.cuda_env)

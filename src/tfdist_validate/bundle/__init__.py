@@ -23,6 +23,7 @@ from typing import Any
 from tfdist_validate.bundle import collect, env_vars, offline, report_md
 from tfdist_validate.bundle.redact import Redactor
 from tfdist_validate.errors import UsageError
+from tfdist_validate.host import collective_env
 from tfdist_validate.probes import Probes, nvidia_smi
 from tfdist_validate.report.files import WriteError, shown, write_output
 
@@ -157,6 +158,7 @@ def make_bundle(options: BundleOptions, env: Mapping[str, str], probes: Probes |
         files=names,
         created_at=now.isoformat(timespec="seconds"),
         offline=known,
+        collective=collective_env.effects(env),
     )
     files = {"REPORT.md": redactor.text(report), "README.txt": _TOP_README, **files}
     leaked = [name for name, text in files.items() if redactor.leaks(text)]

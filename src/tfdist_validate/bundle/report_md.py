@@ -135,6 +135,7 @@ def render(
     files: Sequence[str],
     created_at: str,
     offline: OfflineFacts | None = None,
+    collective: Mapping[str, str] | None = None,
 ) -> str:
     report = run or check or {}
     host = _section(report, "host")
@@ -194,6 +195,10 @@ def render(
         "```",
         "",
     ]
+    if collective:
+        out += ["### Environment that changes collectives", ""]
+        out += [f"- `{setting}`: {effect}" for setting, effect in collective.items()]
+        out.append("")
     if missing:
         out += ["### Not collected", ""]
         out += [f"- `{name}`: could not collect: {why}" for name, why in sorted(missing.items())]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks import p2p
 from tfdist_validate.checks.nvml_errors import gpu_error
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
@@ -72,6 +73,39 @@ def problems(gpu: Gpu, facts: RuntimeFacts | None = None) -> tuple[list[str], li
     if slow:
         found.append(f"{where}: clocks slowed by {', '.join(slow)}")
         hints.append("check cooling and power (`nvidia-smi -q -d PERFORMANCE`)")
+    nvlink_found, nvlink_hints = nvlink_problems(gpu)
+    return found + nvlink_found, hints + nvlink_hints
+
+
+def nvlink_problems(gpu: Gpu) -> tuple[list[str], list[str]]:
+    """Links down beside links up (`nvidia-smi nvlink -s`), and NVLink error counts (`nvidia-smi nvlink
+    -e`): NCCL's all-reduce then takes slower paths, or hangs. A GPU with every link down is not judged: a
+    PCIe card without an NVLink bridge has its links but none up."""
+    found: list[str] = []
+    hints: list[str] = []
+    links = gpu.nvlink_links or ()
+    down = [str(i) for i, state in enumerate(links) if state != "active"]
+    if down and len(down) < len(links):
+        found.append(
+            f"GPU {gpu.index}: NVLink {len(links) - len(down)} of {len(links)} links active"
+            f" (down: link {', '.join(down)})"
+        )
+        hints.append(
+            "a down NVLink link makes collectives slower or hang: see `nvidia-smi nvlink -s`; reset the GPU"
+            " or reboot, and have the baseboard serviced if it stays down"
+        )
+    totals: dict[str, int] = {}
+    for counts in gpu.nvlink_errors.values():
+        for name, n in counts.items():
+            totals[name] = totals.get(name, 0) + n
+    counted = {name: n for name, n in totals.items() if n > 0}
+    if counted:
+        shown = ", ".join(f"{n} {name.replace('_', ' ')}" for name, n in counted.items())
+        found.append(f"GPU {gpu.index}: NVLink errors since the driver loaded: {shown}")
+        hints.append(
+            "NVLink CRC / replay / recovery errors mean a marginal link: watch `nvidia-smi nvlink -e`;"
+            " if they grow, drain the node for service"
+        )
     return found, hints
 
 
@@ -107,7 +141,13 @@ def check_health(ctx: Context) -> Outcome:
         info["judged_gpus"] = [g.index for g in judged]
         if aside:
             info["not_used_problems"] = aside
+    links, link_hints, link_info = p2p.view(snapshot.pairs, judged, ctx.facts.runtime)
+    info.update(link_info)
     which = "GPU(s)" if used is None or len(judged) == len(snapshot.gpus) else "GPU(s) this run uses"
+    if links:
+        info["peer_to_peer"] = links
+    if not found and links:
+        return warned("; ".join(links + aside), "; ".join(link_hints + aside_hints), info)
     if not found:
         note = (
             f"; lifetime uncorrected ECC errors {lifetime}, none since the driver loaded and no remap"
@@ -124,7 +164,8 @@ def check_health(ctx: Context) -> Outcome:
             )
         return passed(summary, info)
     details = {"problems": found, **info}
-    summary = "; ".join(found)
+    summary = "; ".join(found + links)
+    hints += [h for h in link_hints if h not in hints]
     if ctx.settings.fail_on_health:
         return failed(ExitCode.GPU_UNHEALTHY, summary, "; ".join(hints), details)
     return warned(summary, "; ".join(hints), details)

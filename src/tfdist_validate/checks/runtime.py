@@ -11,6 +11,7 @@ from typing import Any
 from tfdist_validate.checks import fixes
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host import collective_env
 from tfdist_validate.host.runtime import UNCACHED_LIB_DIRS, Credentials, NodeAccess, RuntimeFacts
 from tfdist_validate.result import Layer, Outcome, failed, passed, skipped, warned
 from tfdist_validate.runner import DRY_RUN, Check
@@ -78,6 +79,7 @@ def check_environment(ctx: Context) -> Outcome:
     facts = ctx.probes.runtime(ctx.root, ctx.env)
     ctx.facts.runtime = facts
     ctx.section("host").update(_report(facts))
+    ctx.section("host")["collective_env"] = collective_env.effects(ctx.env)  # information: never judged
     parts = [label(facts)]
     if facts.kernel_driver_version:
         parts.append(f"NVIDIA kernel driver {facts.kernel_driver_version}")

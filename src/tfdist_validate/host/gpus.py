@@ -71,6 +71,12 @@ class Gpu:
     fabric_state: str = NA
     fabric_status: str = NA
     pci_bus_id: str | None = None  # NVML's "00000000:8D:00.0"; None where not reported
+    # each NVLink link's state in link order, "active" | "inactive" (`nvidia-smi nvlink -s`: a speed or
+    # <inactive>); None: the GPU has no NVLink, or the driver did not say
+    nvlink_links: tuple[str, ...] | None = None
+    # link number -> replay / recovery / crc_flit / crc_data -> count since the driver loaded (`nvidia-smi
+    # nvlink -e`), for the active links whose counters NVML reports (Hopper's drivers report none here)
+    nvlink_errors: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def cc_tuple(self) -> tuple[int, int] | None:
@@ -110,8 +116,42 @@ class Gpu:
             "fabric_state": self.fabric_state,
             "fabric_status": self.fabric_status,
             "pci_bus_id": self.pci_bus_id,
+            "nvlink_links": None if self.nvlink_links is None else list(self.nvlink_links),
+            "nvlink_errors": {link: dict(c) for link, c in self.nvlink_errors.items()},
             "query_errors": dict(self.query_errors),
         }
+
+
+# how two GPUs reach each other, from `nvidia-smi topo -m`'s word for their closest common PCIe ancestor
+PATHS = {
+    "PIX": "one PCIe switch",
+    "PXB": "PCIe switches",
+    "PHB": "the CPU (a PCIe host bridge)",
+    "NODE": "the CPU (host bridges of one NUMA node)",
+    "SYS": "the CPUs' interconnect (across NUMA nodes)",
+}
+
+
+@dataclass(frozen=True)
+class GpuPair:
+    """Two GPUs (NVML indexes a < b): NVML's peer-to-peer status (`nvidia-smi topo -p2p r` / `w` / `n`: "OK"
+    or why not) and their closest common PCIe ancestor (`nvidia-smi topo -m`'s PIX / PXB / PHB / NODE / SYS;
+    NA where not reported)."""
+
+    a: int
+    b: int
+    p2p_read: str = NA
+    p2p_write: str = NA
+    p2p_nvlink: str = NA
+    topology: str = NA
+    error: str | None = None  # a GPU of the pair answered with an error (lost): nothing else is known
+    query_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        if self.p2p_nvlink == "OK":
+            return "NVLink"
+        return PATHS.get(self.topology, NA)
 
 
 @dataclass(frozen=True)
@@ -121,6 +161,7 @@ class DriverSnapshot:
     driver_version: str | None = None
     cuda_driver_version: int | None = None  # NVML's encoding: 12020 = CUDA 12.2
     gpus: tuple[Gpu, ...] = ()
+    pairs: tuple[GpuPair, ...] = ()  # every two GPUs; () where fewer than two, or in older reports
 
     @property
     def cuda_version(self) -> str | None:

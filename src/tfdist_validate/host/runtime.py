@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tfdist_validate.host import pci
+from tfdist_validate.host import iommu, pci
 from tfdist_validate.host.kmsg import KernelLog, read_kernel_log
 
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
@@ -115,6 +115,8 @@ class RuntimeFacts:
     pci_gpus: tuple[str, ...] | None = None
     # Xid / SXid events since boot from /dev/kmsg (host/kmsg.py); None in older reports (then not judged)
     kernel_log: KernelLog | None = None
+    # the IOMMU / ACS parameters of /proc/cmdline (host/iommu.py); None where unreadable or in older reports
+    kernel_iommu: tuple[str, ...] | None = None
 
     @property
     def in_container(self) -> bool:
@@ -222,6 +224,7 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         ),
         pci_gpus=pci.nvidia_gpus(root),
         kernel_log=read_kernel_log(root),
+        kernel_iommu=iommu.kernel_params(cmdline) if (cmdline := _read(root, "/proc/cmdline")) else None,
         credentials=_credentials(_read(root, "/proc/self/status")),
     )
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tfdist_validate.host.gpus import NA, DriverSnapshot, Gpu, ProbeError, Process
+from tfdist_validate.probes import nvlink, p2p
 
 # NVML return codes (nvml.h; stable ABI values, also pynvml.NVML_ERROR_*)
 NOT_SUPPORTED = 3
@@ -74,8 +75,9 @@ def collect(lib: Any = None) -> DriverSnapshot:
     try:
         driver = _text(lib.nvmlSystemGetDriverVersion())
         cuda = _query(lib, "nvmlSystemGetCudaDriverVersion", default=None)
-        gpus = tuple(_gpu(lib, i, driver) for i in range(lib.nvmlDeviceGetCount()))
-        return DriverSnapshot("nvml", None, driver, cuda, gpus)
+        count = lib.nvmlDeviceGetCount()
+        gpus = tuple(_gpu(lib, i, driver) for i in range(count))
+        return DriverSnapshot("nvml", None, driver, cuda, gpus, p2p.read(lib, _query, count))
     except Exception as err:
         return DriverSnapshot("nvml", _error(err))
     finally:
@@ -162,6 +164,7 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
     mode = ask("nvmlDeviceGetComputeMode", handle, default=None)
     total_mib = None if memory is None else round(memory.total / _MIB, 1)
     pci = ask("nvmlDeviceGetPciInfo", handle, default=None)  # nvidia-smi --query-gpu=pci.bus_id
+    links, link_errors = nvlink.read(lib, ask, handle, errors)  # nvidia-smi nvlink -s / nvlink -e
     return Gpu(
         index=index,
         name=_text(lib.nvmlDeviceGetName(handle)),
@@ -185,6 +188,8 @@ def _read_gpu(lib: Any, index: int, handle: Any, driver: str = "") -> Gpu:
         query_errors=errors,
         mig_devices=_mig_devices(lib, ask, handle) if mig is not None and mig[0] else (),
         pci_bus_id=None if pci is None else _text(pci.busId),
+        nvlink_links=links,
+        nvlink_errors=link_errors,
         **_fabric(lib, ask, handle),
     )
 

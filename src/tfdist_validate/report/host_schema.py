@@ -70,8 +70,18 @@ GPU = _strict(
         "fabric_state": _STR,
         "fabric_status": _STR,
         "pci_bus_id": _STR_OR_NULL,
+        "nvlink_links": {"type": ["array", "null"], "items": {"enum": ["active", "inactive"]}},
+        "nvlink_errors": {
+            "type": "object",
+            "additionalProperties": {
+                "type": "object",
+                "propertyNames": {"enum": ["replay", "recovery", "crc_flit", "crc_data"]},
+                "additionalProperties": {"type": "integer", "minimum": 0},
+            },
+        },
     },
-    # query_errors, mig_devices and fabric_* came later: a report of the same major without them is valid
+    # query_errors, mig_devices, fabric_*, pci_bus_id and nvlink_* came later: a report of the same major
+    # without them is valid
     required=[
         "index",
         "name",
@@ -175,6 +185,7 @@ HOST: dict[str, Any] = {
             {"value": _STR_OR_NULL, "hides_all": {"type": "boolean"}, "reason": _STR}
         ),
         "driver": DRIVER,
+        "collective_env": {"type": "object", "additionalProperties": _STR},
         "gpus": {"type": "array", "items": GPU},
         "replicas_planned": {"type": "integer", "minimum": 0},
         "devices": {"type": "array", "items": {"type": "string", "pattern": r"^/(gpu|cpu):\d+$"}},
