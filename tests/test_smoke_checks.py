@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -409,3 +410,42 @@ def test_in_progress_is_none_once_the_child_is_done() -> None:
     parsed = results.parse("\n".join(json.dumps(r) for r in RECORDED))
     assert parsed.done and parsed.in_progress() is None
     assert results.read(Path("/nonexistent/results.jsonl")).in_progress() == "strategy"
+
+
+SMALL_SHM = 64 * 2**20  # docker's and Kubernetes' default /dev/shm
+
+
+@pytest.mark.parametrize(
+    ("settings", "shm", "status"),
+    [
+        ({"cpu_replicas": None}, SMALL_SHM, WARN),  # GPUs, the container default: NCCL's SHM transport fails
+        ({"cpu_replicas": None}, 2**30, PASS),  # what compose and the manifests give
+        ({"cpu_replicas": None}, None, PASS),  # not measured (no /dev/shm): nothing to judge
+        ({"cpu_replicas": 2}, SMALL_SHM, PASS),  # a dry run uses no NCCL
+    ],
+)
+def test_dev_shm_below_what_nccl_needs_warns_on_gpus_only(
+    settings: dict[str, Any], shm: int | None, status: Status, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    run = _run(_records(strategy={"dev_shm_bytes": shm}), tmp=tmp_path)
+    by_id, _ = judge(monkeypatch, run, **settings)
+    result = by_id["smoke.strategy"]
+    assert result.status == status, result.summary
+    if status == WARN:
+        assert "/dev/shm is 64 MiB, less than the 1024 MiB" in result.summary
+        assert "--shm-size=1g" in result.hint and "medium: Memory" in result.hint
+
+
+def test_one_local_gpu_needs_no_shared_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    one = {"replicas": 1, "devices": ["/job:localhost/device:GPU:0"], "requested_devices": None}
+    run = _run(_records(strategy={**one, "dev_shm_bytes": SMALL_SHM}), tmp=tmp_path)
+    by_id, _ = judge(monkeypatch, run, cpu_replicas=None, min_gpus=1)
+    assert by_id["smoke.strategy"].status == PASS, by_id["smoke.strategy"].summary
+
+
+def test_the_child_reads_the_size_of_dev_shm(tmp_path: Path) -> None:
+    from tfdist_validate.smoke import child
+
+    stat = os.statvfs(tmp_path)
+    assert child.dev_shm_bytes(str(tmp_path)) == stat.f_frsize * stat.f_blocks > 0
+    assert child.dev_shm_bytes(str(tmp_path / "missing")) is None

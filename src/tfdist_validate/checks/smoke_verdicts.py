@@ -35,6 +35,12 @@ _DIED_CODE = {
     "allreduce": ExitCode.COLLECTIVE_FAILED,
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
+# NCCL's troubleshooting guide (NCCL_DOCS, "Docker" / shared memory) has containers started with
+# `--shm-size=1g`: NCCL puts its shared-memory transport's buffers in /dev/shm, and docker's and Kubernetes'
+# 64 MB default is too small for several GPUs without peer-to-peer (our diagnose signature nccl-shared-memory
+# cites real failures). Below this the run warns; the shipped compose file and manifests give exactly this.
+NCCL_DEV_SHM_BYTES = 1 << 30
+
 _HANG_HINT = (
     "if epoch lines were still coming, raise --timeout; a collective that never completes is usually"
     " NCCL: rerun with NCCL_DEBUG=INFO, check `nvidia-smi topo -m` and try NCCL_P2P_DISABLE=1"
@@ -151,10 +157,33 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
     devices = ", ".join(_short_device(d) for d in found["devices"])
     if "workers" in found:
         devices = f"{devices} on {found['task']}, {found['workers']} workers"
-    return passed(
+    summary = (
         f"{found['strategy']} with {replicas} replica(s) on {devices}, global batch {found['global_batch']};"
-        f" all-reduce: {found['cross_device_ops']['name']}; the model was built in its scope",
-        found,
+        f" all-reduce: {found['cross_device_ops']['name']}; the model was built in its scope"
+    )
+    small_shm = _small_dev_shm(found, ctx)
+    if small_shm:
+        return warned(
+            f"{summary}; but {small_shm}",
+            "give the container more shared memory: `docker run --shm-size=1g` (compose: shm_size), in"
+            " Kubernetes an emptyDir with medium: Memory mounted at /dev/shm (deploy/kubernetes/); "
+            + NCCL_DOCS,
+            found,
+        )
+    return passed(summary, found)
+
+
+def _small_dev_shm(found: StrategyRecord, ctx: Context) -> str | None:
+    """What is wrong with /dev/shm for NCCL, or None. Not in a --cpu-replicas dry run (no NCCL there), not
+    with one local GPU (NCCL has no peer on the node to share memory with), not where it was not measured."""
+    size = found.get("dev_shm_bytes")
+    local = int(found.get("local_replicas", found["replicas"]))
+    if ctx.dry_run or size is None or local < 2 or size >= NCCL_DEV_SHM_BYTES:
+        return None
+    return (
+        f"/dev/shm is {size / 2**20:.0f} MiB, less than the {NCCL_DEV_SHM_BYTES >> 20} MiB NCCL's"
+        " shared-memory transport is given in its documentation: collectives between GPUs without"
+        " peer-to-peer can fail"
     )
 
 

@@ -56,6 +56,17 @@ def _error_text(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}".strip()
 
 
+def dev_shm_bytes(path: str = "/dev/shm") -> int | None:
+    """The size of the shared-memory filesystem NCCL's SHM transport allocates its segments in (NCCL creates
+    them under /dev/shm), or None where there is none (macOS, a sandbox without it). Its total size, not
+    what is free: the verdict compares it with what a container should be given."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_frsize * stat.f_blocks
+
+
 def _setup_devices(tf: Any, spec: ChildSpec) -> None:
     if spec.cpu_replicas is None:
         return
@@ -215,6 +226,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         model_strategy_ok=model.distribute_strategy is strategy,
         cross_device_ops=child_checks.describe_cross_device_ops(strategy),
         tensorflow_version=tf.__version__,
+        dev_shm_bytes=dev_shm_bytes(),
     )
     print(f"replicas={strategy.num_replicas_in_sync}", flush=True)
     print(f"global_batch={global_batch}", flush=True)

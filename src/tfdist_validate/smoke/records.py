@@ -31,6 +31,9 @@ class StrategyRecord(TypedDict, total=False):
     model_strategy_ok: bool  # the model was built in the strategy's scope
     cross_device_ops: dict[str, Any]  # CrossDeviceOps plus its class name
     tensorflow_version: str
+    # The size of the /dev/shm filesystem the child saw (os.statvfs), None where there is none: NCCL's
+    # shared-memory transport lives there, and a container's default is 64 MB (checks/smoke_verdicts.py).
+    dev_shm_bytes: int | None
     # multi-worker only
     task: str
     local_replicas: int
@@ -112,7 +115,15 @@ class BandwidthRecord(TypedDict, total=False):
 # What the report's `smoke` block takes from each stage record: whole records for the checks of our own,
 # and the facts of the reference's lines (strategy, training) key by key.
 REPORTED_KEYS: dict[str, tuple[str, ...]] = {
-    "strategy": ("strategy", "replicas", "devices", "global_batch", "per_replica_batch", "cross_device_ops"),
+    "strategy": (
+        "strategy",
+        "replicas",
+        "devices",
+        "global_batch",
+        "per_replica_batch",
+        "cross_device_ops",
+        "dev_shm_bytes",
+    ),
     "fit": ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"),
 }
 REPORTED_WHOLE: tuple[str, ...] = ("sync", "allreduce", "bandwidth")
