@@ -90,11 +90,23 @@ ENV NVIDIA_VISIBLE_DEVICES=all \
     LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \
     PYTHONUNBUFFERED=1
 
+# CUDA's JIT cache. TensorFlow's wheels carry no machine code for some GPUs (sm_90, Hopper, in TF 2.21), so the
+# driver compiles every kernel from PTX at first use and keeps the result in CUDA_CACHE_PATH (default
+# ~/.nv/ComputeCache, unwritable under the manifests' read-only root, so every start paid the whole JIT again).
+# CUDA_CACHE_MAXSIZE: CUDA's default is 1 GiB on desktop/server (256 MiB on embedded and in older releases) and
+# its maximum 4 GiB (4294967296); we take the maximum, TensorFlow's kernels being many. Sources: CUDA
+# Programming Guide, "CUDA Environment Variables",
+# https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/environment-variables.html, and
+# https://developer.nvidia.com/blog/cuda-pro-tip-understand-fat-binaries-jit-caching/ . /cuda-cache is made
+# writable for the image's user below; the manifests mount a volume there (deploy/kubernetes/README.md).
+ENV CUDA_CACHE_PATH=/cuda-cache \
+    CUDA_CACHE_MAXSIZE=4294967296
+
 # A numeric user, so Kubernetes' runAsNonRoot can verify it without reading /etc/passwd. /reports is where
-# compose and the manifests mount the report folder.
+# compose and the manifests mount the report folder, /cuda-cache where they mount CUDA's JIT cache.
 RUN useradd --uid 10001 --user-group --create-home --home-dir /home/tfdist \
         --shell /usr/sbin/nologin tfdist \
-    && install -d -o 10001 -g 10001 /reports
+    && install -d -o 10001 -g 10001 /reports /cuda-cache
 
 COPY --from=build /opt/tfdist /opt/tfdist
 COPY --chmod=0755 entrypoint/docker-entrypoint.sh /usr/local/bin/tfdist-entrypoint

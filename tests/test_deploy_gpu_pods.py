@@ -1,9 +1,11 @@
 """Every GPU pod template shipped (deploy/kubernetes/**) and compose's GPU service give the container what a
-real GPU job needs beyond the GPUs: a memory-backed /dev/shm for NCCL's shared-memory transport."""
+real GPU job needs beyond the GPUs: a memory-backed /dev/shm for NCCL's shared-memory transport, and a
+writable, large CUDA JIT cache (the image's defaults in the Dockerfile, set again in every pod template)."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 import pytest
@@ -79,3 +81,45 @@ def test_compose_gpu_service_has_the_shared_memory_nccl_needs() -> None:
 
 def test_quantities_are_read_as_kubernetes_reads_them() -> None:
     assert _quantity("1Gi") == 2**30 and _quantity("64Mi") == 64 * 2**20 and _quantity("1G") == 10**9
+
+
+# CUDA's maximum CUDA_CACHE_MAXSIZE (4 GiB; the Dockerfile cites the CUDA Programming Guide). Its default is
+# 1 GiB (256 MiB in older releases), which is what the image must raise.
+CUDA_CACHE_MAX = 4 * 2**30
+
+
+def _dockerfile_env() -> dict[str, str]:
+    """The runtime stage's ENV, as docker reads `ENV K=V \\` continuation lines."""
+    text = (REPO / "Dockerfile").read_text().split("AS runtime", 1)[1].replace("\\\n", " ")
+    env: dict[str, str] = {}
+    for line in text.splitlines():
+        if line.startswith("ENV "):
+            env.update(word.split("=", 1) for word in shlex.split(line[4:]))  # type: ignore[misc]
+    return env
+
+
+def test_the_image_puts_cudas_jit_cache_on_a_volume_at_its_maximum_size() -> None:
+    env = _dockerfile_env()
+    assert env["CUDA_CACHE_MAXSIZE"] == str(CUDA_CACHE_MAX)
+    assert env["CUDA_CACHE_PATH"] == "/cuda-cache"
+    # writable by the image's user where no volume is mounted (docker run without --read-only)
+    assert "install -d -o 10001 -g 10001 /reports /cuda-cache" in (REPO / "Dockerfile").read_text()
+
+
+@pytest.mark.parametrize(("name", "pod", "container"), GPU_PODS, ids=[n for n, _, _ in GPU_PODS])
+def test_every_gpu_container_has_a_writable_large_cuda_cache(
+    name: str, pod: dict[str, Any], container: dict[str, Any]
+) -> None:
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    assert int(env["CUDA_CACHE_MAXSIZE"]) == CUDA_CACHE_MAX, name
+    volume = _volume_at(pod, container, env["CUDA_CACHE_PATH"])
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == env["CUDA_CACHE_PATH"])
+    assert not mount.get("readOnly", False), name
+    # an emptyDir over its sizeLimit evicts the pod: room for the whole cache
+    assert _quantity(volume["emptyDir"]["sizeLimit"]) > CUDA_CACHE_MAX, name
+
+
+def test_compose_keeps_the_cuda_cache_in_a_named_volume() -> None:
+    compose = _compose()
+    assert "cuda-cache:/cuda-cache" in compose["services"]["validate"]["volumes"]
+    assert "cuda-cache" in compose["volumes"]
