@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import numpy as np
 import pytest
@@ -178,3 +179,91 @@ def test_per_replica_input_gives_every_replica_the_reference_rows() -> None:
         json.loads(done.stdout.strip().splitlines()[-1])
         == [16] * 3 + [4] * 3 + [11] * 3 + [3] * 3 + [26] * 3 + [7] * 3 + [25] * 3 + [7] * 3
     )
+
+
+class _FakeGpu:
+    def __init__(self, index: int) -> None:
+        self.name = f"/physical_device:GPU:{index}"
+
+
+class _FakeConfig:
+    """tf.config as _configure_gpus uses it, recording the calls in order; like TensorFlow it refuses both
+    calls once the runtime has started (here: once `started` is set)."""
+
+    def __init__(self, gpus: int, *, started: bool = False) -> None:
+        self.gpus = [_FakeGpu(i) for i in range(gpus)]
+        self.calls: list[tuple[str, Any]] = []
+        self.started = started
+        self.experimental = self
+
+    def list_physical_devices(self, kind: str) -> list[_FakeGpu]:
+        return self.gpus if kind == "GPU" else []
+
+    def set_visible_devices(self, devices: list[_FakeGpu], kind: str) -> None:
+        if self.started:
+            raise RuntimeError("Visible devices cannot be modified after being initialized")
+        self.calls.append(("visible", [d.name for d in devices]))
+
+    def set_memory_growth(self, device: _FakeGpu, enable: bool) -> None:
+        if self.started:
+            raise RuntimeError("Physical devices cannot be modified after being initialized")
+        self.calls.append(("growth", (device.name, enable)))
+
+
+def _spec(**fields: Any) -> ChildSpec:
+    base = {"results_path": "r", "epochs": 1, "per_replica_batch": 16, "allreduce_mib": 1, "budget_s": 60}
+    return ChildSpec.from_dict({**base, **fields})
+
+
+def _configure(config: _FakeConfig, spec: ChildSpec) -> tuple[list[str], list[str] | None]:
+    from types import SimpleNamespace
+
+    from tfdist_validate.smoke.child import _configure_gpus
+
+    visible, devices = _configure_gpus(SimpleNamespace(config=config), spec)
+    return [gpu.name for gpu in visible], devices
+
+
+def test_devices_restrict_the_visible_gpus_and_each_grows_its_memory_before_any_op() -> None:
+    config = _FakeConfig(4)
+    visible, devices = _configure(config, _spec(devices=["/gpu:3", "/gpu:1"]))
+    assert visible == ["/physical_device:GPU:1", "/physical_device:GPU:3"]
+    # visibility first, then memory growth on exactly the GPUs the run uses, and nothing on GPUs 0 and 2
+    assert config.calls == [
+        ("visible", visible),
+        ("growth", ("/physical_device:GPU:1", True)),
+        ("growth", ("/physical_device:GPU:3", True)),
+    ]
+    # TensorFlow renumbers the visible GPUs: physical 3 and 1 are now /gpu:1 and /gpu:0
+    assert devices == ["/gpu:1", "/gpu:0"]
+
+
+def test_without_devices_every_gpu_grows_and_mirroredstrategy_keeps_its_default() -> None:
+    config = _FakeConfig(2)
+    visible, devices = _configure(config, _spec())
+    assert devices is None and len(visible) == 2
+    assert [c for c in config.calls if c[0] == "growth"] == [(("growth", (g, True))) for g in visible]
+
+
+def test_a_dry_run_hides_every_gpu_and_configures_none() -> None:
+    config = _FakeConfig(2)
+    visible, devices = _configure(config, _spec(cpu_replicas=2, devices=["/cpu:1"]))
+    assert visible == [] and config.calls == [("visible", [])]
+    assert devices == ["/cpu:1"]
+
+
+def test_multi_worker_restricts_too_but_passes_no_device_list() -> None:
+    config = _FakeConfig(4)
+    visible, devices = _configure(config, _spec(devices=["/gpu:0", "/gpu:2"], multi_worker=True))
+    assert visible == ["/physical_device:GPU:0", "/physical_device:GPU:2"] and devices is None
+
+
+def test_a_gpu_that_is_not_there_is_named() -> None:
+    with pytest.raises(ValueError, match="--devices names GPU 5 but TensorFlow sees 2 GPU"):
+        _configure(_FakeConfig(2), _spec(devices=["/gpu:0", "/gpu:5"]))
+
+
+def test_after_the_runtime_started_tensorflows_refusal_is_not_hidden() -> None:
+    # the child's strategy stage turns this into a failed record with TensorFlow's message
+    with pytest.raises(RuntimeError, match="after being initialized"):
+        _configure(_FakeConfig(2, started=True), _spec())

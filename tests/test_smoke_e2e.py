@@ -285,6 +285,7 @@ def test_devices_restrict_the_strategy_and_one_replica_passes_with_a_warning(tmp
     assert "replicas=1" in done.stdout.splitlines() and "global_batch=16" in done.stdout.splitlines()
     smoke = report["smoke"]
     assert smoke["replicas"] == 1 and smoke["devices"][0].endswith("device:CPU:1")
+    assert smoke["visible_gpus"] == []  # a dry run hides every GPU before the runtime starts
     checks = checks_by_id(report)
     assert checks["devices.count"]["status"] == "warn"
     assert checks["smoke.replicas_in_sync"]["status"] == "pass"

@@ -74,6 +74,7 @@ _SMOKE = _closed(
         "epochs": {"type": "array", "items": _EPOCH},
         "final_val_binary_accuracy": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
         "dev_shm_bytes": {"type": ["integer", "null"], "minimum": 0},
+        "visible_gpus": _STRINGS,
         "steps_per_epoch": _INT_1,
         "step_time_s": {"type": ["number", "null"], "minimum": 0},
         "epoch_train_s": {"type": "array", "items": _SECONDS},

@@ -34,6 +34,10 @@ class StrategyRecord(TypedDict, total=False):
     # The size of the /dev/shm filesystem the child saw (os.statvfs), None where there is none: NCCL's
     # shared-memory transport lives there, and a container's default is 64 MB (checks/smoke_verdicts.py).
     dev_shm_bytes: int | None
+    # The physical GPUs made visible before the runtime started, each with memory growth
+    # (child._configure_gpus): --devices' GPUs, all of them without it, none in a dry run. Named because
+    # restricting renumbers them.
+    visible_gpus: list[str]
     # multi-worker only
     task: str
     local_replicas: int
@@ -123,6 +127,7 @@ REPORTED_KEYS: dict[str, tuple[str, ...]] = {
         "per_replica_batch",
         "cross_device_ops",
         "dev_shm_bytes",
+        "visible_gpus",
     ),
     "fit": ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"),
 }
