@@ -42,7 +42,7 @@ def literal_needle(pattern: str) -> str:
     Conservative: an alternation at the top level, or anything this scanner does not understand, yields
     "" (no prefilter), which is always correct, only slower.
     """
-    if _has_top_level_alternation(pattern):  # then no single literal is required
+    if len(_top_level_branches(pattern)) > 1:  # then no single literal is required
         return ""
     runs: list[str] = []
     current: list[str] = []
@@ -82,26 +82,6 @@ def literal_needle(pattern: str) -> str:
             i += 1
     runs.append("".join(current))
     return max(runs, key=len).lower()
-
-
-def _has_top_level_alternation(pattern: str) -> bool:
-    depth, i = 0, 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = _skip_group(pattern, i)
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "|" and depth == 0:
-            return True
-        i += 1
-    return False
 
 
 def _skip_quantifier(pattern: str, start: int) -> int:
