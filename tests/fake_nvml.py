@@ -14,33 +14,6 @@ from typing import Any
 
 import pynvml
 
-from recorded_outputs import (
-    REAL as REAL,
-)
-from recorded_outputs import (
-    cuda_from_banner as cuda_from_banner,
-)
-from recorded_outputs import (
-    mig_uuids as mig_uuids,
-)
-from recorded_outputs import (
-    query_csv_device as query_csv_device,
-)
-from recorded_outputs import (
-    real as real,
-)
-from recorded_outputs import (
-    strip_unit as strip_unit,
-)
-from recorded_outputs import (
-    table_bus_ids as table_bus_ids,
-)
-from recorded_outputs import (
-    table_devices as table_devices,
-)
-from recorded_outputs import (
-    xml_device as xml_device,
-)
 from tfdist_validate.probes import nvml as nvml_probe
 
 MIB = 1024 * 1024

@@ -18,113 +18,42 @@ from typing import Any
 
 import pynvml
 
+# The NVML stand-in and the recorded outputs live in modules of their own; the names scenarios use are
+# re-exported, so a test reaches every host and its probes' answers through `hosts`.
 from fake_nvml import (
-    MIB as MIB,
-)
-from fake_nvml import (  # re-exported: tests reach hosts and their NVML answers in one place
     FakeNvml as FakeNvml,
 )
 from nvml_scenarios import (
     H100X8_TABLE as H100X8_TABLE,
-)
-from nvml_scenarios import (
     nvml_a100x8_nvlink as nvml_a100x8_nvlink,
-)
-from nvml_scenarios import (
     nvml_busy as nvml_busy,
-)
-from nvml_scenarios import (
     nvml_busy_r535_layout_break as nvml_busy_r535_layout_break,
-)
-from nvml_scenarios import (
     nvml_busy_without_v3 as nvml_busy_without_v3,
-)
-from nvml_scenarios import (
     nvml_ecc_errors as nvml_ecc_errors,
-)
-from nvml_scenarios import (
     nvml_failing as nvml_failing,
-)
-from nvml_scenarios import (
     nvml_h100s as nvml_h100s,
-)
-from nvml_scenarios import (
     nvml_h100x8_fabric as nvml_h100x8_fabric,
-)
-from nvml_scenarios import (
     nvml_h100x8_one_missing as nvml_h100x8_one_missing,
-)
-from nvml_scenarios import (
     nvml_h100x8_r535 as nvml_h100x8_r535,
-)
-from nvml_scenarios import (
     nvml_lifetime_ecc_only as nvml_lifetime_ecc_only,
-)
-from nvml_scenarios import (
     nvml_mig as nvml_mig,
-)
-from nvml_scenarios import (
     nvml_old_driver as nvml_old_driver,
-)
-from nvml_scenarios import (
     nvml_one_gpu_lost as nvml_one_gpu_lost,
-)
-from nvml_scenarios import (
     nvml_query_csv as nvml_query_csv,
-)
-from nvml_scenarios import (
     nvml_table as nvml_table,
-)
-from nvml_scenarios import (
     nvml_two_healthy as nvml_two_healthy,
-)
-from nvml_scenarios import (
     nvml_two_over_pcie as nvml_two_over_pcie,
-)
-from nvml_scenarios import (
     nvml_wsl2_two_3090 as nvml_wsl2_two_3090,
-)
-from nvml_scenarios import (
     nvml_xml as nvml_xml,
-)
-from nvml_scenarios import (
     snapshot as snapshot,
-)
-from nvml_scenarios import (
-    with_processes as with_processes,
-)
-from recorded_outputs import (
-    REAL as REAL,
-)
-from recorded_outputs import (
-    THROTTLE_BITS as THROTTLE_BITS,
-)
-from recorded_outputs import (
-    cuda_from_banner as cuda_from_banner,
 )
 from recorded_outputs import (
     mig_uuids as mig_uuids,
-)
-from recorded_outputs import (
     query_csv_device as query_csv_device,
-)
-from recorded_outputs import (
     real as real,
-)
-from recorded_outputs import (
-    strip_unit as strip_unit,
-)
-from recorded_outputs import (
     table_bus_ids as table_bus_ids,
 )
-from recorded_outputs import (
-    table_devices as table_devices,
-)
-from recorded_outputs import (
-    xml_device as xml_device,
-)
-from tfdist_validate.probes import Probes
-from tfdist_validate.probes import nvml as nvml_probe
+from tfdist_validate.probes import Probes, nvml as nvml_probe
 from tfdist_validate.probes.commands import CommandResult
 from tfdist_validate.probes.tf_facts import MARKER, TfFacts, from_json
 from tfdist_validate.tfsession import RecordedSession

@@ -14,8 +14,7 @@ from pathlib import Path
 from tfdist_validate.host.gpus import DriverSnapshot
 from tfdist_validate.host.runtime import RuntimeFacts, read_runtime
 from tfdist_validate.probes.commands import CommandRunner, run_command
-from tfdist_validate.probes.nvml import NvmlProbe, within
-from tfdist_validate.probes.nvml import collect as collect_nvml
+from tfdist_validate.probes.nvml import NvmlProbe, collect as collect_nvml, within
 
 # (--root, the process environment) -> what kind of machine this is; reads only files under the root
 RuntimeProbe = Callable[[Path, Mapping[str, str]], RuntimeFacts]

@@ -10,8 +10,7 @@ from typing import Any
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
 from tfdist_validate.signals import signals_deferred
-from tfdist_validate.smoke import records
-from tfdist_validate.smoke import results as child_results
+from tfdist_validate.smoke import records, results as child_results
 from tfdist_validate.smoke.process import ChildProcess, describe_exit, read_tail
 from tfdist_validate.smoke.spec import ChildSpec
 from tfdist_validate.tfsession import SmokeChild
