@@ -27,8 +27,15 @@ class WriteError(OSError):
 
 
 def _umask() -> int:
-    # os.umask can only be read by setting it; set it straight back (the process is single-threaded here
-    # or its other threads create no files).
+    # Linux >= 4.7 shows it in /proc/self/status; os.umask can only read it by setting it, which a thread
+    # creating a file at that moment (the watchdog's report, say) would see, so that is the fallback.
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
