@@ -43,6 +43,13 @@ def cli(*args: str, env: dict[str, str] | None = None, **kwargs: object) -> subp
     )
 
 
+def in_shell(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by sh, for what only a shell sets up: a umask, a closed stdin."""
+    return subprocess.run(
+        ["sh", "-c", script], capture_output=True, text=True, env=clean_env(), timeout=HANG_GUARD_S
+    )
+
+
 def assert_clean(done: subprocess.CompletedProcess[str], code: int) -> None:
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
@@ -168,14 +175,7 @@ def test_modes_a_new_report_gets_the_umask_an_old_one_keeps_its_own(tmp_path: Pa
     new = tmp_path / "new.json"
     umask = "umask 022; exec " + " ".join([sys.executable, "-m", "tfdist_validate", *host])
     for path in (old, new):
-        done = subprocess.run(
-            ["sh", "-c", f"{umask} --json {path}"],
-            capture_output=True,
-            text=True,
-            env=clean_env(),
-            timeout=HANG_GUARD_S,
-        )
-        assert_clean(done, 11)
+        assert_clean(in_shell(f"{umask} --json {path}"), 11)
     assert stat.S_IMODE(old.stat().st_mode) == 0o604
     assert stat.S_IMODE(new.stat().st_mode) == 0o644  # readable by the training job's user
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp file left
@@ -306,13 +306,7 @@ def test_a_full_stdout_is_one_line_not_a_traceback(tmp_path: Path, host: list[st
 
 
 def test_diagnose_with_stdin_closed_is_one_line() -> None:
-    done = subprocess.run(
-        ["sh", "-c", f"exec {sys.executable} -m tfdist_validate diagnose - <&-"],
-        capture_output=True,
-        text=True,
-        env=clean_env(),
-        timeout=HANG_GUARD_S,
-    )
+    done = in_shell(f"exec {sys.executable} -m tfdist_validate diagnose - <&-")
     one_error_line(done, "standard input is closed")
 
 
