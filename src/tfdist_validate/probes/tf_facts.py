@@ -14,7 +14,7 @@ import json
 import re
 import sys
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,9 +74,6 @@ class TfFacts:
             "libcuda_version": self.libcuda_version,
             "missing_libraries": self.missing_libraries(),
         }
-
-
-TfFactsProbe = Callable[[Mapping[str, str], float], TfFacts]
 
 
 def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:

@@ -11,14 +11,6 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
-class CrossDeviceOps(TypedDict):
-    """How the strategy all-reduces: NCCL, hierarchical copy, TensorFlow's collectives."""
-
-    name: str
-    implementation: str | None
-    reduce_to_device: str | None
-
-
 class StrategyRecord(TypedDict, total=False):
     ok: bool
     error: str  # when not ok: TensorFlow's message
@@ -29,7 +21,7 @@ class StrategyRecord(TypedDict, total=False):
     global_batch: int
     per_replica_batch: int
     model_strategy_ok: bool  # the model was built in the strategy's scope
-    cross_device_ops: dict[str, Any]  # CrossDeviceOps plus its class name
+    cross_device_ops: dict[str, Any]  # class, implementation, name, reduce_to_device
     tensorflow_version: str
     # The size of the /dev/shm filesystem the child saw (os.statvfs), None where there is none: NCCL's
     # shared-memory transport lives there, and a container's default is 64 MB (checks/smoke_verdicts.py).
