@@ -1,6 +1,6 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
-Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|all] [--show-misses]
+Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|held3|all] [--show-misses]
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -10,6 +10,9 @@ nothing but the ids, so anyone can check that no excerpt was moved between halve
 `held2` is a second round's held-back set: excerpts collected after the first round's `held` half had been
 scored (and so became readable), committed before any signature was changed from the first round's halves,
 and scored once, at the end of the second round. The split leaves them where they are.
+
+`held3` is the third round's held-back set, collected the same way before any signature of the third round
+changed, by a collector who never ran `diagnose` on it; it is scored once, at the end of the third round.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from typing import Any
 import yaml
 
 HELD2 = "held2"
+HELD3 = "held3"
+LATER_ROUNDS = (HELD2, HELD3)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
@@ -35,7 +40,7 @@ def load() -> list[dict[str, Any]]:
 def split_halves(entries: list[dict[str, Any]]) -> dict[str, str]:
     by_category: dict[str, list[str]] = defaultdict(list)
     for entry in entries:
-        if entry.get("half") == HELD2:
+        if entry.get("half") in LATER_ROUNDS:
             continue
         by_category[entry["category"]].append(entry["id"])
     halves = {}
@@ -49,7 +54,7 @@ def write_split(entries: list[dict[str, Any]]) -> None:
     halves = split_halves(entries)
     out = []
     for line in EVAL.read_text(encoding="utf-8").splitlines():
-        if line.startswith("  half: ") and line != f"  half: {HELD2}":
+        if line.startswith("  half: ") and line[len("  half: ") :] not in LATER_ROUNDS:
             continue
         out.append(line)
         entry_id = line[len("- id: ") :].strip() if line.startswith("- id: ") else None
@@ -76,7 +81,7 @@ def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("read", "held", HELD2, "all"), default="read")
+    parser.add_argument("--half", choices=("read", "held", HELD2, HELD3, "all"), default="read")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
     args = parser.parse_args()

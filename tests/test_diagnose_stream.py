@@ -16,7 +16,10 @@ from tfdist_validate.diagnose.scan import NeedleScanner
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = yaml.safe_load((FIXTURES / "logs" / "real_lines.yaml").read_text(encoding="utf-8"))
 EVAL = yaml.safe_load((FIXTURES / "diagnose_eval" / "excerpts.yaml").read_text(encoding="utf-8"))
-LOGS = [(e.get("context", "") + "\n" + e["line"]).strip("\n") for e in REAL] + [e["log"] for e in EVAL]
+# held3 is a held-back set, scored once at the end of its round (tests/fixtures/diagnose_eval/README.md):
+# nothing runs `diagnose` on it before then, so that no failure message shows what diagnose makes of it.
+LOGS = [(e.get("context", "") + "\n" + e["line"]).strip("\n") for e in REAL]
+LOGS += [e["log"] for e in EVAL if e["half"] != "held3"]
 LOGS += [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / "logs").glob("*.log"))]
 
 
