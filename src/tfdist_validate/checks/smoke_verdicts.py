@@ -51,6 +51,21 @@ _COLLECTIVE_HINT = (
 )
 
 
+def _collective_hint(run: SmokeRun, ctx: Context) -> str:
+    """Under WSL2 with NCCL in use (--cross-device-ops tensorflow / nccl), the known way out comes first."""
+    ops = (run.results.get("strategy") or {}).get("cross_device_ops") or {}
+    nccl = ops.get("requested") in ("tensorflow", "nccl") and ops.get("class") != "HierarchicalCopyAllReduce"
+    runtime = ctx.facts.runtime
+    if nccl and runtime is not None and runtime.wsl2 and not ctx.dry_run:
+        return (
+            "under WSL2 NCCL's multi-GPU support has gaps (NVIDIA/nccl#442, microsoft/WSL#12467): rerun"
+            " without --cross-device-ops (auto takes HierarchicalCopyAllReduce there) and build your"
+            " strategy as MirroredStrategy(cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()); "
+            + _COLLECTIVE_HINT
+        )
+    return _COLLECTIVE_HINT
+
+
 def first_line(text: str, limit: int = 300) -> str:
     """The line of a TensorFlow error that says what happened (not the traceback around it), shortened."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()] or [""]
@@ -117,7 +132,8 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"{_strategy_name(ctx)} could not be created: {first_line(str(found.get('error')))}",
-            "check the devices named by --devices against `tfdist-validate check`; " + _COLLECTIVE_HINT,
+            "check the devices named by --devices against `tfdist-validate check`; "
+            + _collective_hint(run, ctx),
             {**found, **run.evidence()},
         )
     replicas = int(found["replicas"])
@@ -157,9 +173,12 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
     devices = ", ".join(_short_device(d) for d in found["devices"])
     if "workers" in found:
         devices = f"{devices} on {found['task']}, {found['workers']} workers"
+    ops = found["cross_device_ops"]
+    # a choice other than TensorFlow's own says why (WSL2's fallback, --cross-device-ops)
+    why = f" ({ops['why']})" if ops.get("requested", "tensorflow") != "tensorflow" else ""
     summary = (
         f"{found['strategy']} with {replicas} replica(s) on {devices}, global batch {found['global_batch']};"
-        f" all-reduce: {found['cross_device_ops']['name']}; the model was built in its scope"
+        f" all-reduce: {ops['name']}{why}; the model was built in its scope"
     )
     small_shm = _small_dev_shm(found, ctx)
     if small_shm:
@@ -201,7 +220,7 @@ def training(found: FitRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return failed(
                 ExitCode.COLLECTIVE_FAILED,
                 f"a cross-replica collective failed during training: {first_line(error)}",
-                _COLLECTIVE_HINT,
+                _collective_hint(run, ctx),
                 found,
             )
         return failed(ExitCode.TRAINING_FAILED, f"model.fit raised {first_line(error)}", hint, found)
@@ -254,7 +273,7 @@ def allreduce_exact(found: AllreduceRecord, run: SmokeRun, ctx: Context) -> Outc
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"the cross-replica all-reduce raised {first_line(str(found['error']))}",
-            _COLLECTIVE_HINT,
+            _collective_hint(run, ctx),
             {**found, **run.evidence()},
         )
     if not found.get("ok"):
@@ -302,7 +321,7 @@ def bandwidth(found: BandwidthRecord, run: SmokeRun, ctx: Context) -> Outcome:
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"the timed {mib:g} MiB all-reduce raised {first_line(str(found.get('error')))}",
-            "a smaller --allreduce-mib tells memory from link problems; " + _COLLECTIVE_HINT,
+            "a smaller --allreduce-mib tells memory from link problems; " + _collective_hint(run, ctx),
             found,
         )
     replicas = found["replicas"]
