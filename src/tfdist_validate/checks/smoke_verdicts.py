@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks import ptx_jit
+from tfdist_validate.checks.tensorflow_build import jit_capabilities
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
@@ -111,13 +113,17 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
             else "; its whole process group was killed"
         )
         last = f" (last output: {run.output_tail[-1]!r})" if run.output_tail else " (it printed nothing)"
-        return failed(
-            ExitCode.TIMEOUT,
-            f"the smoke test did not finish {_DOING[stage]} within --timeout {ctx.settings.timeout:g} s"
-            f"{last}{survivors}",
-            _HANG_HINT,
-            evidence,
-        )
+        summary = f"the smoke test did not finish {_DOING[stage]} within --timeout {ctx.settings.timeout:g} s"
+        jit = jit_capabilities(ctx)
+        if jit:
+            # still 50 (nothing was proven), but a first start's compile is not evidence of a hang
+            cache = ctx.facts.runtime.jit_cache if ctx.facts.runtime else None
+            said, hint = ptx_jit.deadline_during_jit(jit, cache, ctx.settings.timeout)
+            evidence["ptx_jit_first_start"] = True
+            return failed(
+                ExitCode.TIMEOUT, f"{summary}{said}{last}{survivors}", f"{hint} {_HANG_HINT}", evidence
+            )
+        return failed(ExitCode.TIMEOUT, f"{summary}{last}{survivors}", _HANG_HINT, evidence)
     why = first_line(str(error["error"])) if error else f"the child process ended ({evidence['child_exit']})"
     return failed(
         _DIED_CODE[stage],
