@@ -14,6 +14,7 @@ from tfdist_validate.checks import smoke_verdicts
 from tfdist_validate.context import Context, Deadline
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.jit_cache import CUDA_DEFAULT_MAXSIZE, read_jit_cache
+from tfdist_validate.result import CheckResult
 from tfdist_validate.runner import run_checks
 from tfdist_validate.settings import Settings
 
@@ -88,11 +89,11 @@ def test_h200_says_up_front_what_the_first_start_costs_and_what_the_cache_lacks(
     assert "compute capability 9.0) via PTX compute_90" in summary
     assert "TensorFlow's own log: 'could take 30 minutes or longer'" in summary
     assert f"JIT cache {cache_dir} (writable, empty, up to 1 GiB (CUDA's default)" in summary
-    assert "--timeout 600 s may end during that compile: give a first start --timeout 2400" in summary
+    assert "--timeout" not in summary  # `check` runs no kernel: its deadline is not the first start's
     assert "raise CUDA_CACHE_MAXSIZE to 4294967296" in check["hint"]
     jit = result.report["tensorflow"]["ptx_jit"]  # the report field
     assert jit["compute_capabilities"] == ["9.0"] and jit["cache_warm"] is False
-    assert jit["first_start_timeout_s"] == 2400 and jit["timeout_s"] == 600
+    assert jit["first_start_timeout_s"] == 2400 and jit["timeout_s"] is None
     assert "tensorflow.compute_cap" in result.stderr and "30 minutes or longer" in result.stderr  # printed
 
 
@@ -116,20 +117,25 @@ def test_native_kernels_have_no_jit_field(tmp_path: Path) -> None:
     assert "ptx_jit" not in result.report["tensorflow"]
 
 
-def _gpu_ctx(tmp_path: Path, nvml: object, env: dict[str, str]) -> Context:
+def _gpu_ctx(tmp_path: Path, nvml: object, env: dict[str, str]) -> tuple[Context, list[CheckResult]]:
+    """The context of a `run` after its host layers (the smoke checks read their facts), and their results."""
     host = hosts.docker_with_toolkit(tmp_path / "root")
     probe_set = hosts.probes(nvml, tf=hosts.recorded_tf(gpus=2))  # type: ignore[arg-type]
     settings = Settings(root=str(host.root))
     ctx = Context(settings, "run", {**host.env, **env}, Deadline.after(60), probe_set.probes, tf=probe_set.tf)
-    run_checks(pipeline.host_checks(), ctx)
-    return ctx
+    return ctx, run_checks(pipeline.host_checks(), ctx)
 
 
 def test_a_deadline_during_the_first_compile_is_50_that_says_so(tmp_path: Path) -> None:
     """H100s, a cold cache, and the deadline ends in fit: still 50 (nothing was proven), but the summary and
     hint say it was the first start's JIT, with what makes the next start fast, not only 'a hang'."""
     cold = tmp_path / "cold"
-    ctx = _gpu_ctx(tmp_path, hosts.nvml_h100s(), {"CUDA_CACHE_PATH": str(cold)})
+    ctx, results = _gpu_ctx(tmp_path, hosts.nvml_h100s(), {"CUDA_CACHE_PATH": str(cold)})
+    # said up front, in `run`: the default --timeout leaves no room for a first start
+    up_front = next(r for r in results if r.id == "tensorflow.compute_cap")
+    assert (
+        "--timeout 600 s may end during that compile: give a first start --timeout 2400" in up_front.summary
+    )
     run = _run(_records(drop_from="fit"), timed_out=True, returncode=-9, tmp=tmp_path)
     outcome = smoke_verdicts.missing("fit", run, ctx)
     assert outcome.code == ExitCode.TIMEOUT
@@ -143,7 +149,7 @@ def test_a_deadline_during_the_first_compile_is_50_that_says_so(tmp_path: Path) 
 
 
 def test_a_deadline_on_native_gpus_stays_a_hang(tmp_path: Path) -> None:
-    ctx = _gpu_ctx(tmp_path, hosts.nvml_two_healthy(), {})
+    ctx, _ = _gpu_ctx(tmp_path, hosts.nvml_two_healthy(), {})
     run = _run(_records(drop_from="fit"), timed_out=True, returncode=-9, tmp=tmp_path)
     outcome = smoke_verdicts.missing("fit", run, ctx)
     assert outcome.code == ExitCode.TIMEOUT

@@ -61,8 +61,9 @@ def cache_fixes(cache: JitCache | None) -> list[str]:
     return fixes
 
 
-def facts(capabilities: list[str], cache: JitCache | None, timeout_s: float) -> dict[str, Any]:
-    """The report's `tensorflow.ptx_jit`: what the first start will do and what it was given."""
+def facts(capabilities: list[str], cache: JitCache | None, timeout_s: float | None) -> dict[str, Any]:
+    """The report's `tensorflow.ptx_jit`: what the first start will do and what it was given (timeout_s:
+    `run`'s --timeout; None for `check`, which runs no kernel)."""
     return {
         "compute_capabilities": capabilities,
         "tensorflow_says": TF_JIT_WARNING,
@@ -74,7 +75,7 @@ def facts(capabilities: list[str], cache: JitCache | None, timeout_s: float) -> 
     }
 
 
-def first_start_note(capabilities: list[str], cache: JitCache | None, timeout_s: float) -> str:
+def first_start_note(capabilities: list[str], cache: JitCache | None, timeout_s: float | None) -> str:
     """A line for the up-front warning: the cost, the cache, and whether --timeout leaves room for it."""
     cost = (
         f"the first start JIT-compiles every kernel for compute capability {', '.join(capabilities)} from PTX"
@@ -82,7 +83,7 @@ def first_start_note(capabilities: list[str], cache: JitCache | None, timeout_s:
     )
     if cache is not None and cache.warm:
         return cost + "; it holds kernels from an earlier start, so this start may be short"
-    if timeout_s < FIRST_START_TIMEOUT_S:
+    if timeout_s is not None and timeout_s < FIRST_START_TIMEOUT_S:
         cost += (
             f"; --timeout {timeout_s:g} s may end during that compile: give a first start"
             f" --timeout {FIRST_START_TIMEOUT_S:g}"

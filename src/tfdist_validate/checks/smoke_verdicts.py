@@ -55,8 +55,10 @@ _COLLECTIVE_HINT = (
 
 def _collective_hint(run: SmokeRun, ctx: Context) -> str:
     """Under WSL2 with NCCL in use (--cross-device-ops tensorflow / nccl), the known way out comes first."""
-    ops = (run.results.get("strategy") or {}).get("cross_device_ops") or {}
-    nccl = ops.get("requested") in ("tensorflow", "nccl") and ops.get("class") != "HierarchicalCopyAllReduce"
+    found = run.results.get("strategy") or {}
+    ops = found.get("cross_device_ops") or {}
+    # MultiWorkerMirroredStrategy ("workers" in its record) takes no cross_device_ops: nothing to suggest
+    nccl = ops.get("requested") in ("tensorflow", "nccl") and "workers" not in found
     runtime = ctx.facts.runtime
     if nccl and runtime is not None and runtime.wsl2 and not ctx.dry_run:
         return (

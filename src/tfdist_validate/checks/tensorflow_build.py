@@ -279,11 +279,12 @@ def check_compute_capability(ctx: Context) -> Outcome:
             dict.fromkeys(f"{c[0]}.{c[1]}" for _, _, c in gpus if coverage(c, build).status == "ptx")
         )
         cache = ctx.facts.runtime.jit_cache if ctx.facts.runtime else None
-        found = ptx_jit.facts(capabilities, cache, ctx.settings.timeout)
+        timeout = ctx.settings.timeout if ctx.command == "run" else None  # `check` runs no kernel
+        found = ptx_jit.facts(capabilities, cache, timeout)
         ctx.section("tensorflow")["ptx_jit"] = found
         fixes = found["cache_fixes"]
         return warned(
-            f"{'; '.join(jit)}: {ptx_jit.first_start_note(capabilities, cache, ctx.settings.timeout)}",
+            f"{'; '.join(jit)}: {ptx_jit.first_start_note(capabilities, cache, timeout)}",
             "expected for GPUs newer than the build; "
             + ("; ".join(fixes) if fixes else "the JIT cache keeps the compiled kernels for the next start"),
             {"ptx_jit": found},
