@@ -81,12 +81,14 @@ def _existing(path: Path) -> Path:
 
 
 def _used_bytes(path: Path) -> int | None:
-    total = 0
+    """The bytes of the files under `path`, counting at most _WALK_LIMIT files (a lower bound beyond)."""
+    total = counted = 0
     try:
-        for count, (folder, _dirs, files) in enumerate(os.walk(path)):
-            for name in files:
+        for folder, _dirs, files in os.walk(path):
+            for name in files[: _WALK_LIMIT - counted]:
                 total += os.lstat(os.path.join(folder, name)).st_size
-            if count > _WALK_LIMIT:
+            counted += len(files)
+            if counted >= _WALK_LIMIT:
                 break
     except OSError:
         return None
