@@ -4,6 +4,8 @@ failed NCCL collective gets under WSL2. The child building the strategy for real
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,23 +23,56 @@ from tfdist_validate.smoke.spec import ChildSpec
 
 
 @pytest.mark.parametrize(
-    ("setting", "wsl2", "multi_worker", "expected"),
+    ("setting", "wsl2", "multi_worker", "replicas", "expected"),
     [
-        ("auto", False, False, "tensorflow"),
-        ("auto", True, False, "hierarchical-copy"),
-        ("tensorflow", True, False, "tensorflow"),  # the override: test NCCL under WSL2 anyway
-        ("nccl", False, False, "nccl"),
-        ("reduce-to-one-device", True, False, "reduce-to-one-device"),
-        ("auto", True, True, "tensorflow"),  # MultiWorkerMirroredStrategy takes no cross_device_ops
-        ("hierarchical-copy", False, True, "tensorflow"),
+        ("auto", False, False, 2, "tensorflow"),
+        ("auto", True, False, 2, "hierarchical-copy"),
+        ("auto", True, False, 8, "hierarchical-copy"),
+        # HierarchicalCopyAllReduce drops a replica from the sum with an odd count (test below): not chosen
+        ("auto", True, False, 3, "reduce-to-one-device"),
+        ("auto", True, False, 1, "reduce-to-one-device"),
+        ("auto", True, False, None, "reduce-to-one-device"),
+        ("tensorflow", True, False, 2, "tensorflow"),  # the override: test NCCL under WSL2 anyway
+        ("nccl", False, False, 2, "nccl"),
+        ("reduce-to-one-device", True, False, 2, "reduce-to-one-device"),
+        ("hierarchical-copy", False, False, 3, "hierarchical-copy"),  # asked for: built, with a warning
+        ("auto", True, True, 2, "tensorflow"),  # MultiWorkerMirroredStrategy takes no cross_device_ops
+        ("hierarchical-copy", False, True, 2, "tensorflow"),
     ],
 )
-def test_what_each_setting_builds(setting: str, wsl2: bool, multi_worker: bool, expected: str) -> None:
-    implementation, why = cross_device.choose(setting, wsl2, multi_worker)
+def test_what_each_setting_builds(
+    setting: str, wsl2: bool, multi_worker: bool, replicas: int | None, expected: str
+) -> None:
+    implementation, why = cross_device.choose(setting, wsl2, multi_worker, replicas)
     assert implementation == expected
     assert why
     if multi_worker and setting not in ("auto", "tensorflow"):
         assert "was not used" in why
+    if implementation == "hierarchical-copy" and replicas is not None and replicas % 2:
+        assert "leaves one replica out of the sum" in why
+
+
+def test_hierarchical_copy_leaves_a_replica_out_of_an_odd_sum() -> None:
+    """Why "auto" never picks it for an odd count: TensorFlow's own result, on 3 logical CPU devices."""
+    code = """
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+for ops in (tf.distribute.HierarchicalCopyAllReduce(), tf.distribute.ReductionToOneDevice()):
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"], cross_device_ops=ops)
+    def step():
+        ctx = tf.distribute.get_replica_context()
+        return ctx.all_reduce("sum", tf.cast(ctx.replica_id_in_sync_group + 1, tf.float32))
+    sums = [float(t) for t in strategy.experimental_local_results(strategy.run(tf.function(step)))]
+    print(type(ops).__name__, sums)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert done.stdout.splitlines() == [
+        "HierarchicalCopyAllReduce [3.0, 3.0, 3.0]",  # 1 + 2 + 3 is 6: replica 3 was left out
+        "ReductionToOneDevice [6.0, 6.0, 6.0]",
+    ]
 
 
 def test_every_named_implementation_is_a_tensorflow_class() -> None:

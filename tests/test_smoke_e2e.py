@@ -164,6 +164,30 @@ def test_wsl2_gets_hierarchical_copy_and_the_same_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_wsl2_with_an_odd_count_gets_reduction_to_one_device(tmp_path: Path) -> None:
+    """HierarchicalCopyAllReduce leaves one of 3 replicas out of the sum (test_cross_device.py), so "auto"
+    under WSL2 takes ReductionToOneDevice for 3; the exact all-reduce proves the sum right."""
+    host = hosts.wsl2(tmp_path / "wsl2-host")
+    done, report = validate(tmp_path, "--cpu-replicas", "3", "--root", str(host.root))
+    assert done.returncode == 0, done.stderr
+    ops = report["smoke"]["cross_device_ops"]
+    assert (ops["class"], ops["requested"]) == ("ReductionToOneDevice", "reduce-to-one-device")
+    assert report["smoke"]["allreduce"]["ok"]
+
+
+@pytest.mark.slow
+def test_hierarchical_copy_on_an_odd_count_is_caught_and_explained(tmp_path: Path) -> None:
+    """Asked for anyway on 3 replicas: the exact all-reduce catches TensorFlow's wrong sum (42), and the hint
+    names the cause and the way out."""
+    done, report = validate(tmp_path, "--cpu-replicas", "3", "--cross-device-ops", "hierarchical-copy")
+    assert done.returncode == 42, done.stderr
+    check = checks_by_id(report)["smoke.allreduce_exact"]
+    assert (check["status"], check["code"]) == ("fail", 42)
+    assert "leaves one replica out of the sum" in check["hint"] and "reduce-to-one-device" in check["hint"]
+    assert "beware" in report["smoke"]["cross_device_ops"]["why"]
+
+
+@pytest.mark.slow
 def test_accuracy_and_bandwidth_floors(tmp_path: Path) -> None:
     done, report = validate(
         tmp_path, "--cpu-replicas", "2", "--min-val-accuracy", "0.99", "--min-busbw-gbps", "1e5"

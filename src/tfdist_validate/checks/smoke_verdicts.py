@@ -11,6 +11,7 @@ from tfdist_validate.checks.tensorflow_build import jit_capabilities
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
+from tfdist_validate.smoke import cross_device
 from tfdist_validate.smoke.records import (
     AllreduceRecord,
     BandwidthRecord,
@@ -51,6 +52,16 @@ _HANG_HINT = (
 _COLLECTIVE_HINT = (
     f"rerun with NCCL_DEBUG=INFO and read the child's log (in the report's smoke.log); {NCCL_DOCS}"
 )
+
+
+def _wrong_sum_hint(run: SmokeRun, replicas: int) -> str:
+    ops = (run.results.get("strategy") or {}).get("cross_device_ops") or {}
+    if ops.get("class") == "HierarchicalCopyAllReduce" and replicas % 2 == 1:
+        return (
+            f"{cross_device.ODD_COUNT}: use an even number of devices or --cross-device-ops"
+            " reduce-to-one-device (in your job: tf.distribute.ReductionToOneDevice())"
+        )
+    return "the all-reduce corrupts data: " + _COLLECTIVE_HINT
 
 
 def _collective_hint(run: SmokeRun, ctx: Context) -> str:
@@ -292,7 +303,7 @@ def allreduce_exact(found: AllreduceRecord, run: SmokeRun, ctx: Context) -> Outc
             f"the cross-replica sum is wrong on {len(wrong) or 1} of {found['replicas']} replica(s): replica"
             f" {first.get('replica')}, element {first.get('index')} is {first.get('got')},"
             f" expected {first.get('want')}",
-            "the all-reduce corrupts data: " + _COLLECTIVE_HINT,
+            _wrong_sum_hint(run, int(found["replicas"])),
             found,
         )
     return passed(

@@ -55,6 +55,18 @@ def allreduce_mib(settings: Settings) -> float:
     return settings.allreduce_mib
 
 
+def _replicas(ctx: Context) -> int | None:
+    """How many replicas MirroredStrategy will have: --cpu-replicas, --devices, else the GPUs TensorFlow
+    listed; None where unknown."""
+    settings = ctx.settings
+    if settings.cpu_replicas is not None:
+        return settings.cpu_replicas
+    if settings.devices is not None:
+        return len(settings.devices)
+    facts = ctx.facts.tensorflow
+    return len(facts.gpus) if facts is not None and facts.gpus else None
+
+
 def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> SmokeRun:
     """stage_names: the child's stages ("fit") by the name the heartbeat shows for each ("smoke.training").
 
@@ -63,7 +75,7 @@ def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> Smo
     settings = ctx.settings
     multi_worker = ctx.cluster is not None and ctx.cluster.is_multi_worker
     wsl2 = ctx.facts.runtime is not None and ctx.facts.runtime.wsl2
-    implementation, why = cross_device.choose(settings.cross_device_ops, wsl2, multi_worker)
+    implementation, why = cross_device.choose(settings.cross_device_ops, wsl2, multi_worker, _replicas(ctx))
     requested = ChildSpec(
         results_path="",  # the session decides where its child writes
         devices=settings.devices,
