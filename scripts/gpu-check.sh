@@ -19,8 +19,9 @@
 #            this checkout's src/ on PYTHONPATH). The CUDA image, with OUT mounted at the same path:
 #            TFDIST="docker run --rm --gpus all --shm-size=1g -e TMPDIR -v $PWD/out:$PWD/out IMAGE" ... OUT=$PWD/out
 #   PYTHON   for the helpers (JSON, the NVML dump; default python3)
-#   GPU_CHECK_SCALE  multiplies every step's timeout (default 1; a first start on H100/H200 JIT-compiles for
-#            long: see README "The first start on Hopper and newer")
+#   GPU_CHECK_SCALE  multiplies every step's timeout and the budget (default 1; a first start on H100/H200
+#            JIT-compiles for long: see README "The first start on Hopper and newer")
+#   GPU_CHECK_BUDGET_S  no step starts that could end past it (default 470 s, scaled): the 8 minutes hold
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -59,11 +60,18 @@ EOF
 
 # step NAME TIMEOUT_S ARGS...: the validator with ARGS; its report, stdout/stderr and child logs land in OUT.
 # The validator's own --timeout is the step's less 15 s, so it writes its report before `timeout` would kill it.
+# A step that could not finish within the whole script's budget is not started (its note says so).
+budget=$(seconds "${GPU_CHECK_BUDGET_S:-470}")
 step_rc=0
 step() {
     local name=$1 limit start rc=0
     limit=$(seconds "$2")
     shift 2
+    if ((SECONDS - started + limit > budget)); then
+        note "$(printf '%-16s skipped: %ss would pass the %ss budget' "${name}" "${limit}" "${budget}")"
+        step_rc=124
+        return
+    fi
     start=${SECONDS}
     mkdir -p "${out}/tmp/${name}"
     TMPDIR="${out}/tmp/${name}" timeout --kill-after=10 "${limit}" "${tfdist[@]}" "$@" \
@@ -78,7 +86,7 @@ step() {
 smi() { # smi FILE ARGS...
     local file=$1 rc=0
     shift
-    timeout 30 nvidia-smi "$@" > "${out}/nvidia-smi/${file}" 2>&1 || rc=$?
+    timeout 15 nvidia-smi "$@" > "${out}/nvidia-smi/${file}" 2>&1 || rc=$?
     [[ ${rc} == 0 ]] || echo "(nvidia-smi $* exited ${rc})" >> "${out}/nvidia-smi/${file}"
 }
 gpus=0
@@ -102,7 +110,7 @@ if command -v nvidia-smi > /dev/null 2>&1; then
 else
     note "no nvidia-smi on PATH"
 fi
-timeout 60 "${python}" "${repo}/scripts/nvml-dump.py" > "${out}/fixture-candidates/nvml.json" 2> "${out}/logs/nvml-dump.stderr" \
+timeout 30 "${python}" "${repo}/scripts/nvml-dump.py" > "${out}/fixture-candidates/nvml.json" 2> "${out}/logs/nvml-dump.stderr" \
     || note "the NVML dump failed (see logs/nvml-dump.stderr)"
 cp "${out}"/nvidia-smi/* "${out}/fixture-candidates/" 2> /dev/null || true
 {
@@ -142,10 +150,14 @@ if compgen -G "${repo}/tests/fixtures/matrix/*.json" > /dev/null; then
     mkdir -p "${out}/replay/in"
     cp "${repo}"/tests/fixtures/matrix/*.json "${out}/replay/in/"
     for report in "${out}"/replay/in/*.json; do
+        if ((SECONDS - started + 10 > budget)); then
+            note "replays stopped: the ${budget}s budget is spent"
+            break
+        fi
         name=$(basename "${report}" .json)
         want=$("${python}" -c 'import json, sys; print(json.load(open(sys.argv[1]))["verdict"]["code"])' "${report}")
         got=0
-        timeout 30 "${tfdist[@]}" replay "${report}" --json "${out}/replay/${name}.json" \
+        timeout 10 "${tfdist[@]}" replay "${report}" --json "${out}/replay/${name}.json" \
             --termination-log "${out}/replay/${name}.termination-log" > /dev/null 2> "${out}/replay/${name}.stderr" || got=$?
         replayed=$((replayed + 1))
         if [[ "${got}" == "${want}" ]]; then agreed=$((agreed + 1)); else note "replay ${name}: exit ${got}, recorded ${want}"; fi

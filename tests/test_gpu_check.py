@@ -94,17 +94,21 @@ exit 0
 """
 
 
-def test_with_two_gpus_every_step_runs_in_order_under_its_deadline(tmp_path: Path) -> None:
+def _two_gpus(tmp_path: Path) -> tuple[Path, Path]:
+    """A bin folder with an nvidia-smi listing two H100s (the real `-L` line, twice) and the stand-in
+    validator; and the file the stand-in records its calls in."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    two = (
-        "".join(H100_L.splitlines(keepends=True)[:1])
-        + H100_L.splitlines()[0].replace("GPU 0", "GPU 1")
-        + "\n"
-    )
+    gpu0 = H100_L.splitlines()[0]
+    two = f"{gpu0}\n{gpu0.replace('GPU 0', 'GPU 1')}\n"
     _tool(bin_dir, "nvidia-smi", f'#!/bin/sh\nif [ "$1" = "-L" ]; then printf "%s" "{two}"; fi\nexit 0\n')
     calls = tmp_path / "calls.txt"
     _tool(bin_dir, "fake-validator", STAND_IN.format(calls=calls))
+    return bin_dir, calls
+
+
+def test_with_two_gpus_every_step_runs_in_order_under_its_deadline(tmp_path: Path) -> None:
+    bin_dir, calls = _two_gpus(tmp_path)
     done = _run(tmp_path, bin_dir, {"TFDIST": str(bin_dir / "fake-validator")})
     assert done.returncode == 0, done.stderr
     assert "done in " in done.stderr and "on 2 GPU(s): ran check, run, run --devices 1" in done.stderr
@@ -132,3 +136,19 @@ def test_with_two_gpus_every_step_runs_in_order_under_its_deadline(tmp_path: Pat
     assert total < 8 * 60
     assert sum(a.startswith("replay ") for _t, a in lines) == len(MATRIX)
     assert os.path.exists(f"{out}.tar.gz")
+
+
+def test_no_step_starts_that_would_end_past_the_budget(tmp_path: Path) -> None:
+    bin_dir, _calls = _two_gpus(tmp_path)
+    done = _run(tmp_path, bin_dir, {"TFDIST": str(bin_dir / "fake-validator"), "GPU_CHECK_BUDGET_S": "130"})
+    assert done.returncode == 0, done.stderr
+    reports = tmp_path / "out" / "reports"
+    # the stand-in answers at once: every step fits in 130 s but run (150 s)
+    assert sorted(p.stem for p in reports.glob("*.json")) == [
+        "bandwidth-1mib",
+        "bandwidth-64mib",
+        "bandwidth-8mib",
+        "check",
+        "run-devices",
+    ]
+    assert "run              skipped: 150s would pass the 130s budget" in done.stderr
