@@ -52,7 +52,7 @@ clean: ## remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
 
 # ---- The image and its deployments: Dockerfile, entrypoint/, docker-compose.yml, deploy/kubernetes/ ----------
-.PHONY: image image-cpu test-image preflight lint-image lock wheelhouse
+.PHONY: image image-cpu test-image preflight gpu-check lint-image lock wheelhouse
 
 IMAGE ?= tfdist-validate
 IMAGE_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' src/tfdist_validate/__init__.py)
@@ -101,6 +101,11 @@ test-image: ## build the CPU image (podman, a local Debian base) and run it: che
 	$(MAKE) --no-print-directory image-cpu ENGINE=podman BASE_FROM=$(LOCAL_BASE)
 	@echo "image size: $$(podman image inspect --format '{{.Size}}' $(IMAGE):$(IMAGE_VERSION)-cpu | numfmt --to=iec)"
 	ENGINE=podman PYTHON=$(PYTHON) scripts/test-image.sh $(IMAGE):$(IMAGE_VERSION)-cpu $(IMAGE_VERSION)-cpu
+
+# TFDIST: the validator's command (the CUDA image: see README "make gpu-check"); default: this venv's, if made
+gpu-check: ## on a GPU host: check, run, run --devices, bandwidth at 3 sizes, replays; one tarball (OUT=folder)
+	TFDIST="$${TFDIST:-$(if $(wildcard $(BIN)/tfdist-validate),$(abspath $(BIN))/tfdist-validate)}" \
+		PYTHON="$(if $(wildcard $(BIN)/python),$(abspath $(BIN))/python,$(PYTHON))" scripts/gpu-check.sh $(OUT)
 
 preflight: ## on a GPU host: driver, NVIDIA container toolkit, docker's GPU support (PREFLIGHT_IMAGE=... runs it too)
 	entrypoint/host-preflight.sh $(if $(PREFLIGHT_IMAGE),--image $(PREFLIGHT_IMAGE))

@@ -127,6 +127,7 @@ BAD_VALUES = {
     "min_workers": "0",
     "allreduce_mib": "-64",
     "min_busbw_gbps": "nan",
+    "cross_device_ops": "ring",
     "fail_on_health": "maybe",
     "verbose": "very",
 }

@@ -18,6 +18,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+import hosts
 from conftest import clean_env, run_cli
 from tfdist_validate.smoke.process import group_members
 from tfdist_validate.smoke.run import DRY_RUN_ALLREDUCE_MIB, OUTPUT_TAIL_LINES
@@ -135,6 +136,7 @@ def test_two_cpu_replicas_reproduce_the_reference_table(tmp_path: Path) -> None:
     assert bandwidth["size_bytes"] == DRY_RUN_ALLREDUCE_MIB * 2**20  # a dry run's default size
     assert bandwidth["busbw_gbps"] == pytest.approx(bandwidth["algbw_gbps"])  # 2(n-1)/n = 1 for n = 2
     assert smoke["cross_device_ops"]["class"] == "CollectiveAllReduce"
+    assert smoke["cross_device_ops"]["requested"] == "tensorflow"  # not WSL2: TensorFlow's own choice
     assert smoke["child"]["exit_status"] == 0 and not smoke["child"]["timed_out"]
     assert Path(smoke["log"]["path"]).parent.parent == tmp_path and smoke["log"]["tail"]
     # AutoGraph's generated modules stay in the child's own folder, not in $TMPDIR (tmp_path here)
@@ -142,6 +144,47 @@ def test_two_cpu_replicas_reproduce_the_reference_table(tmp_path: Path) -> None:
     statuses = {c["id"]: c["status"] for c in report["checks"] if c["id"].startswith("smoke.")}
     assert set(statuses.values()) == {"pass"}, statuses
     assert_nothing_left(report)
+
+
+@pytest.mark.slow
+def test_wsl2_gets_hierarchical_copy_and_the_same_table(tmp_path: Path) -> None:
+    """Under WSL2 (a --root host tree) MirroredStrategy really is built with HierarchicalCopyAllReduce, the
+    report says which and why, and the reference table stays digit for digit."""
+    host = hosts.wsl2(tmp_path / "wsl2-host")
+    done, report = validate(tmp_path, "--cpu-replicas", "2", "--root", str(host.root))
+    assert done.returncode == 0, done.stderr
+    assert epoch_metrics(done.stdout) == epoch_metrics(REFERENCE_OUTPUT)
+    assert done.stdout.splitlines()[-1] == "final_val_binary_accuracy=0.9609"
+    ops = report["smoke"]["cross_device_ops"]
+    assert (ops["class"], ops["requested"]) == ("HierarchicalCopyAllReduce", "hierarchical-copy")
+    assert ops["why"].startswith("auto under WSL2")
+    strategy = checks_by_id(report)["smoke.strategy"]
+    assert "all-reduce: hierarchical copy (auto under WSL2: NCCL's multi-GPU support" in strategy["summary"]
+    assert report["smoke"]["allreduce"]["ok"] and report["smoke"]["sync"]["ok"]
+
+
+@pytest.mark.slow
+def test_wsl2_with_an_odd_count_gets_reduction_to_one_device(tmp_path: Path) -> None:
+    """HierarchicalCopyAllReduce leaves one of 3 replicas out of the sum (test_cross_device.py), so "auto"
+    under WSL2 takes ReductionToOneDevice for 3; the exact all-reduce proves the sum right."""
+    host = hosts.wsl2(tmp_path / "wsl2-host")
+    done, report = validate(tmp_path, "--cpu-replicas", "3", "--root", str(host.root))
+    assert done.returncode == 0, done.stderr
+    ops = report["smoke"]["cross_device_ops"]
+    assert (ops["class"], ops["requested"]) == ("ReductionToOneDevice", "reduce-to-one-device")
+    assert report["smoke"]["allreduce"]["ok"]
+
+
+@pytest.mark.slow
+def test_hierarchical_copy_on_an_odd_count_is_caught_and_explained(tmp_path: Path) -> None:
+    """Asked for anyway on 3 replicas: the exact all-reduce catches TensorFlow's wrong sum (42), and the hint
+    names the cause and the way out."""
+    done, report = validate(tmp_path, "--cpu-replicas", "3", "--cross-device-ops", "hierarchical-copy")
+    assert done.returncode == 42, done.stderr
+    check = checks_by_id(report)["smoke.allreduce_exact"]
+    assert (check["status"], check["code"]) == ("fail", 42)
+    assert "leaves one replica out of the sum" in check["hint"] and "reduce-to-one-device" in check["hint"]
+    assert "beware" in report["smoke"]["cross_device_ops"]["why"]
 
 
 @pytest.mark.slow

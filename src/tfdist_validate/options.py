@@ -171,6 +171,28 @@ def _devices_yaml(value: Any) -> tuple[str, ...]:
     raise BadValue(_DEVICES_ALLOWED + " (or a YAML list of them)")
 
 
+# How MirroredStrategy all-reduces between its devices (smoke/cross_device.py maps each name to TensorFlow's
+# class and decides what "auto" means on this host).
+CROSS_DEVICE_OPS = ("auto", "tensorflow", "hierarchical-copy", "reduce-to-one-device", "nccl")
+
+
+def _one_of(choices: tuple[str, ...]) -> tuple[Callable[[str], str], Callable[[Any], str]]:
+    allowed = "one of " + ", ".join(choices)
+
+    def from_text(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise BadValue(allowed)
+        return value
+
+    def from_yaml(value: Any) -> str:
+        if not isinstance(value, str):
+            raise BadValue(allowed)
+        return from_text(value)
+
+    return from_text, from_yaml
+
+
 OPTIONS: tuple[Option, ...] = (
     Option("min_gpus", *_int_in(1, 1024), 2, "fewer usable GPUs / replicas is exit 30", "N"),
     Option(
@@ -221,6 +243,15 @@ OPTIONS: tuple[Option, ...] = (
         None,
         "bus bandwidth floor in GB/s (nccl-tests' busbw); below it is exit 43; default: report only",
         "GBPS",
+    ),
+    Option(
+        "cross_device_ops",
+        *_one_of(CROSS_DEVICE_OPS),
+        "auto",
+        "MirroredStrategy's all-reduce: auto (HierarchicalCopyAllReduce under WSL2, where NCCL's multi-GPU"
+        " support has gaps; TensorFlow's own choice elsewhere), tensorflow, hierarchical-copy,"
+        " reduce-to-one-device, nccl",
+        "IMPL",
     ),
     Option(
         "fail_on_health",

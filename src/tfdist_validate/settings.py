@@ -37,6 +37,7 @@ class Settings:
     min_workers: int = _default("min_workers")
     allreduce_mib: float = _default("allreduce_mib")
     min_busbw_gbps: float | None = _default("min_busbw_gbps")
+    cross_device_ops: str = _default("cross_device_ops")
     fail_on_health: bool = _default("fail_on_health")
     verbose: bool = _default("verbose")
     config: str | None = None

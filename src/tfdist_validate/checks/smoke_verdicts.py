@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from tfdist_validate.checks import ptx_jit
+from tfdist_validate.checks.tensorflow_build import jit_capabilities
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
+from tfdist_validate.smoke import cross_device
 from tfdist_validate.smoke.records import (
     AllreduceRecord,
     BandwidthRecord,
@@ -49,6 +52,33 @@ _HANG_HINT = (
 _COLLECTIVE_HINT = (
     f"rerun with NCCL_DEBUG=INFO and read the child's log (in the report's smoke.log); {NCCL_DOCS}"
 )
+
+
+def _wrong_sum_hint(run: SmokeRun, replicas: int) -> str:
+    ops = (run.results.get("strategy") or {}).get("cross_device_ops") or {}
+    if ops.get("class") == "HierarchicalCopyAllReduce" and replicas % 2 == 1:
+        return (
+            f"{cross_device.ODD_COUNT}: use an even number of devices or --cross-device-ops"
+            " reduce-to-one-device (in your job: tf.distribute.ReductionToOneDevice())"
+        )
+    return "the all-reduce corrupts data: " + _COLLECTIVE_HINT
+
+
+def _collective_hint(run: SmokeRun, ctx: Context) -> str:
+    """Under WSL2 with NCCL in use (--cross-device-ops tensorflow / nccl), the known way out comes first."""
+    found = run.results.get("strategy") or {}
+    ops = found.get("cross_device_ops") or {}
+    # MultiWorkerMirroredStrategy ("workers" in its record) takes no cross_device_ops: nothing to suggest
+    nccl = ops.get("requested") in ("tensorflow", "nccl") and "workers" not in found
+    runtime = ctx.facts.runtime
+    if nccl and runtime is not None and runtime.wsl2 and not ctx.dry_run:
+        return (
+            "under WSL2 NCCL's multi-GPU support has gaps (NVIDIA/nccl#442, microsoft/WSL#12467): rerun"
+            " without --cross-device-ops (auto takes HierarchicalCopyAllReduce there) and build your"
+            " strategy as MirroredStrategy(cross_device_ops=tf.distribute.HierarchicalCopyAllReduce()); "
+            + _COLLECTIVE_HINT
+        )
+    return _COLLECTIVE_HINT
 
 
 def first_line(text: str, limit: int = 300) -> str:
@@ -96,13 +126,17 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
             else "; its whole process group was killed"
         )
         last = f" (last output: {run.output_tail[-1]!r})" if run.output_tail else " (it printed nothing)"
-        return failed(
-            ExitCode.TIMEOUT,
-            f"the smoke test did not finish {_DOING[stage]} within --timeout {ctx.settings.timeout:g} s"
-            f"{last}{survivors}",
-            _HANG_HINT,
-            evidence,
-        )
+        summary = f"the smoke test did not finish {_DOING[stage]} within --timeout {ctx.settings.timeout:g} s"
+        jit = jit_capabilities(ctx)
+        if jit:
+            # still 50 (nothing was proven), but a first start's compile is not evidence of a hang
+            cache = ctx.facts.runtime.jit_cache if ctx.facts.runtime else None
+            said, hint = ptx_jit.deadline_during_jit(jit, cache, ctx.settings.timeout)
+            evidence["ptx_jit_first_start"] = True
+            return failed(
+                ExitCode.TIMEOUT, f"{summary}{said}{last}{survivors}", f"{hint} {_HANG_HINT}", evidence
+            )
+        return failed(ExitCode.TIMEOUT, f"{summary}{last}{survivors}", _HANG_HINT, evidence)
     why = first_line(str(error["error"])) if error else f"the child process ended ({evidence['child_exit']})"
     return failed(
         _DIED_CODE[stage],
@@ -117,7 +151,8 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"{_strategy_name(ctx)} could not be created: {first_line(str(found.get('error')))}",
-            "check the devices named by --devices against `tfdist-validate check`; " + _COLLECTIVE_HINT,
+            "check the devices named by --devices against `tfdist-validate check`; "
+            + _collective_hint(run, ctx),
             {**found, **run.evidence()},
         )
     replicas = int(found["replicas"])
@@ -157,9 +192,12 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
     devices = ", ".join(_short_device(d) for d in found["devices"])
     if "workers" in found:
         devices = f"{devices} on {found['task']}, {found['workers']} workers"
+    ops = found["cross_device_ops"]
+    # a choice other than TensorFlow's own says why (WSL2's fallback, --cross-device-ops)
+    why = f" ({ops['why']})" if ops.get("requested", "tensorflow") != "tensorflow" else ""
     summary = (
         f"{found['strategy']} with {replicas} replica(s) on {devices}, global batch {found['global_batch']};"
-        f" all-reduce: {found['cross_device_ops']['name']}; the model was built in its scope"
+        f" all-reduce: {ops['name']}{why}; the model was built in its scope"
     )
     small_shm = _small_dev_shm(found, ctx)
     if small_shm:
@@ -201,7 +239,7 @@ def training(found: FitRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return failed(
                 ExitCode.COLLECTIVE_FAILED,
                 f"a cross-replica collective failed during training: {first_line(error)}",
-                _COLLECTIVE_HINT,
+                _collective_hint(run, ctx),
                 found,
             )
         return failed(ExitCode.TRAINING_FAILED, f"model.fit raised {first_line(error)}", hint, found)
@@ -254,7 +292,7 @@ def allreduce_exact(found: AllreduceRecord, run: SmokeRun, ctx: Context) -> Outc
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"the cross-replica all-reduce raised {first_line(str(found['error']))}",
-            _COLLECTIVE_HINT,
+            _collective_hint(run, ctx),
             {**found, **run.evidence()},
         )
     if not found.get("ok"):
@@ -265,7 +303,7 @@ def allreduce_exact(found: AllreduceRecord, run: SmokeRun, ctx: Context) -> Outc
             f"the cross-replica sum is wrong on {len(wrong) or 1} of {found['replicas']} replica(s): replica"
             f" {first.get('replica')}, element {first.get('index')} is {first.get('got')},"
             f" expected {first.get('want')}",
-            "the all-reduce corrupts data: " + _COLLECTIVE_HINT,
+            _wrong_sum_hint(run, int(found["replicas"])),
             found,
         )
     return passed(
@@ -302,7 +340,7 @@ def bandwidth(found: BandwidthRecord, run: SmokeRun, ctx: Context) -> Outcome:
         return failed(
             ExitCode.COLLECTIVE_FAILED,
             f"the timed {mib:g} MiB all-reduce raised {first_line(str(found.get('error')))}",
-            "a smaller --allreduce-mib tells memory from link problems; " + _COLLECTIVE_HINT,
+            "a smaller --allreduce-mib tells memory from link problems; " + _collective_hint(run, ctx),
             found,
         )
     replicas = found["replicas"]

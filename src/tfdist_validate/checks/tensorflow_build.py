@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from tfdist_validate.checks import ptx_jit
 from tfdist_validate.checks.devices import canonical
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
@@ -273,10 +274,20 @@ def check_compute_capability(ctx: Context) -> Outcome:
             "nothing to do for this run; hide the GPU from CUDA (CUDA_VISIBLE_DEVICES) in other jobs too",
         )
     if jit:
+        # said up front, before the smoke test pays it: the cost, the cache, and whether --timeout allows it
+        capabilities = list(
+            dict.fromkeys(f"{c[0]}.{c[1]}" for _, _, c in gpus if coverage(c, build).status == "ptx")
+        )
+        cache = ctx.facts.runtime.jit_cache if ctx.facts.runtime else None
+        timeout = ctx.settings.timeout if ctx.command == "run" else None  # `check` runs no kernel
+        found = ptx_jit.facts(capabilities, cache, timeout)
+        ctx.section("tensorflow")["ptx_jit"] = found
+        fixes = found["cache_fixes"]
         return warned(
-            f"{'; '.join(jit)}: the first run JIT-compiles TensorFlow's kernels, which can take minutes",
-            "expected for GPUs newer than the build; keep the JIT cache (CUDA_CACHE_PATH, default ~/.nv) on a"
-            " persistent volume and raise CUDA_CACHE_MAXSIZE so it compiles once",
+            f"{'; '.join(jit)}: {ptx_jit.first_start_note(capabilities, cache, timeout)}",
+            "expected for GPUs newer than the build; "
+            + ("; ".join(fixes) if fixes else "the JIT cache keeps the compiled kernels for the next start"),
+            {"ptx_jit": found},
         )
     return passed(f"native kernels for every GPU ({', '.join(f'{c[0]}.{c[1]}' for _, _, c in gpus)})")
 

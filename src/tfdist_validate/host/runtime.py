@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tfdist_validate.host import iommu, pci
+from tfdist_validate.host.jit_cache import JitCache, read_jit_cache
 from tfdist_validate.host.kmsg import KernelLog, read_kernel_log
 
 # Where the toolkit, the GKE device plugin and distro packages put the driver's user-space libraries.
@@ -117,6 +118,8 @@ class RuntimeFacts:
     kernel_log: KernelLog | None = None
     # the IOMMU / ACS parameters of /proc/cmdline (host/iommu.py); None where unreadable or in older reports
     kernel_iommu: tuple[str, ...] | None = None
+    # CUDA's JIT cache for this process (host/jit_cache.py); None in older reports
+    jit_cache: JitCache | None = None
 
     @property
     def in_container(self) -> bool:
@@ -226,7 +229,16 @@ def read_runtime(root: Path, env: Mapping[str, str]) -> RuntimeFacts:
         kernel_log=read_kernel_log(root),
         kernel_iommu=iommu.kernel_params(cmdline) if (cmdline := _read(root, "/proc/cmdline")) else None,
         credentials=_credentials(_read(root, "/proc/self/status")),
+        jit_cache=read_jit_cache(env, _read_own_mounts()),
     )
+
+
+def _read_own_mounts() -> str:
+    """This process's mounts (never under --root: the JIT cache is this process's, host/jit_cache.py)."""
+    try:
+        return Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 # The control nodes a CUDA program (and NVML) opens read-write besides /dev/nvidiaN. Others under /dev/nvidia*

@@ -206,6 +206,8 @@ TENSORFLOW: dict[str, Any] = {
         "timed_out": {"type": "boolean"},
         "libcuda_version": {"type": ["integer", "null"]},
         "missing_libraries": _STRINGS,
+        # a first start that JIT-compiles from PTX (checks/ptx_jit.py): its cost, the JIT cache, the deadline
+        "ptx_jit": {"type": "object"},
     },
     "additionalProperties": False,
 }

@@ -69,6 +69,9 @@ _SMOKE = _closed(
                 "implementation": _STRING_OR_NULL,
                 "name": {"type": "string"},
                 "reduce_to_device": _STRING_OR_NULL,
+                # --cross-device-ops as decided for this host (smoke/cross_device.py), and why
+                "requested": {"type": "string"},
+                "why": {"type": "string"},
             },
         ),
         "epochs": {"type": "array", "items": _EPOCH},

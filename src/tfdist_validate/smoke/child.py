@@ -28,7 +28,7 @@ from typing import Any
 
 from tfdist_validate.jsonable import jsonable
 from tfdist_validate.probes import tf_facts
-from tfdist_validate.smoke import child_checks, child_multiworker, reference
+from tfdist_validate.smoke import child_checks, child_multiworker, cross_device, reference
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec
 
 
@@ -142,11 +142,8 @@ def _setup_devices(tf: Any, spec: ChildSpec) -> tuple[list[Any], list[str] | Non
 
 def _make_strategy(tf: Any, spec: ChildSpec, requested: list[str] | None, deadline: float) -> Any:
     if not spec.multi_worker:
-        return (
-            tf.distribute.MirroredStrategy()
-            if requested is None
-            else tf.distribute.MirroredStrategy(requested)
-        )
+        ops = cross_device.make(tf, spec.cross_device_ops)  # None: TensorFlow's own choice
+        return tf.distribute.MirroredStrategy(requested, cross_device_ops=ops)
     # MultiWorkerMirroredStrategy takes no devices= list: _configure_gpus made only --devices' GPUs visible
     # Collectives give up a few seconds before the parent's deadline, so a peer that never comes up or dies
     # mid-run is reported as a failed collective (40) naming the error, rather than only as a timeout (50).
@@ -274,7 +271,11 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         global_batch=global_batch,
         per_replica_batch=spec.per_replica_batch,
         model_strategy_ok=model.distribute_strategy is strategy,
-        cross_device_ops=child_checks.describe_cross_device_ops(strategy),
+        cross_device_ops={
+            **child_checks.describe_cross_device_ops(strategy),
+            "requested": spec.cross_device_ops,
+            "why": spec.cross_device_ops_why,
+        },
         tensorflow_version=tf.__version__,
         dev_shm_bytes=dev_shm_bytes(),
         visible_gpus=[gpu.name for gpu in visible],

@@ -10,7 +10,7 @@ from typing import Any
 from tfdist_validate.context import Context
 from tfdist_validate.settings import Settings
 from tfdist_validate.signals import signals_deferred
-from tfdist_validate.smoke import records, results as child_results
+from tfdist_validate.smoke import cross_device, records, results as child_results
 from tfdist_validate.smoke.process import ChildProcess, describe_exit, read_tail
 from tfdist_validate.smoke.spec import ChildSpec
 from tfdist_validate.tfsession import SmokeChild
@@ -55,12 +55,27 @@ def allreduce_mib(settings: Settings) -> float:
     return settings.allreduce_mib
 
 
+def _replicas(ctx: Context) -> int | None:
+    """How many replicas MirroredStrategy will have: --cpu-replicas, --devices, else the GPUs TensorFlow
+    listed; None where unknown."""
+    settings = ctx.settings
+    if settings.cpu_replicas is not None:
+        return settings.cpu_replicas
+    if settings.devices is not None:
+        return len(settings.devices)
+    facts = ctx.facts.tensorflow
+    return len(facts.gpus) if facts is not None and facts.gpus else None
+
+
 def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> SmokeRun:
     """stage_names: the child's stages ("fit") by the name the heartbeat shows for each ("smoke.training").
 
     The run's TensorFlow session starts the child (in `run`, the process that already answered the
     TensorFlow layer); this function relays it until the deadline, stops it and records what it left."""
     settings = ctx.settings
+    multi_worker = ctx.cluster is not None and ctx.cluster.is_multi_worker
+    wsl2 = ctx.facts.runtime is not None and ctx.facts.runtime.wsl2
+    implementation, why = cross_device.choose(settings.cross_device_ops, wsl2, multi_worker, _replicas(ctx))
     requested = ChildSpec(
         results_path="",  # the session decides where its child writes
         devices=settings.devices,
@@ -69,7 +84,9 @@ def run_smoke(ctx: Context, stage_names: Mapping[str, str] | None = None) -> Smo
         per_replica_batch=settings.per_replica_batch,
         allreduce_mib=allreduce_mib(settings),
         budget_s=ctx.deadline.remaining(),
-        multi_worker=ctx.cluster is not None and ctx.cluster.is_multi_worker,
+        multi_worker=multi_worker,
+        cross_device_ops=implementation,
+        cross_device_ops_why=why,
     )
     section = ctx.section("smoke")
     section.update(dry_run=ctx.dry_run, requested_devices=requested.strategy_devices())

@@ -27,6 +27,9 @@ class ChildSpec:
     # TF_CONFIG (inherited through the environment) names a cluster of several workers:
     # MultiWorkerMirroredStrategy over TensorFlow's own collectives instead of MirroredStrategy
     multi_worker: bool = False
+    # MirroredStrategy's all-reduce and why it was chosen (smoke/cross_device.py); "tensorflow": its default
+    cross_device_ops: str = "tensorflow"
+    cross_device_ops_why: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -47,6 +50,8 @@ class ChildSpec:
             allreduce_mib=float(raw["allreduce_mib"]),
             budget_s=float(raw["budget_s"]),
             multi_worker=bool(raw.get("multi_worker", False)),
+            cross_device_ops=str(raw.get("cross_device_ops", "tensorflow")),
+            cross_device_ops_why=str(raw.get("cross_device_ops_why", "")),
         )
 
     def strategy_devices(self) -> list[str] | None:
