@@ -92,6 +92,40 @@ def test_one_line_means_different_things_in_different_places(evidence: str, code
         assert "container" in finding.alternatives and "WSL2" in finding.alternatives
 
 
+def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:
+    # docker run inside WSL2 (tensorflow#68711's setup): the container reaches the GPU only through WSL2.
+    log = [
+        "Linux version 5.15.90.1-microsoft-standard-WSL2",
+        "$ docker run --rm --gpus all -it tensorflow/tensorflow:latest-gpu bash",
+        NVIDIA_SMI,
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    finding = next(f for f in result.failures if f.signature.id == "nvidia-smi-no-driver")
+    assert finding.context == "wsl2"
+    assert "container" in finding.alternatives
+
+
+def test_docker_on_native_windows_shows_wsl2() -> None:
+    # Docker Desktop runs Linux containers in WSL2's VM: a Windows prompt running docker is evidence of WSL2.
+    log = [
+        "PS C:\\Users\\me> docker run --gpus all nvidia/cuda:12.2.0-base-ubuntu22.04 nvidia-smi",
+        NVIDIA_SMI,
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert [line.number for line in result.evidence["wsl2"]] == [1, 1]
+
+
+def test_iommu_faults_of_other_devices_are_not_gpu_faults() -> None:
+    # pop-os/pop#853: an NVMe drive's AMD-Vi faults; only an nvidia device's faults block GPU peer traffic.
+    line = (
+        "[   10.919607] nvme 0000:01:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000"
+        " address=0xfc189000 flags=0x0000]"
+    )
+    assert diagnose(line).code == ExitCode.OK
+
+
 def test_the_most_fundamental_cause_wins() -> None:
     # A driver too old (driver layer) beats missing CUDA libraries (TensorFlow layer) and an OOM.
     log = [
