@@ -69,6 +69,11 @@ NVIDIA_SMI = (
         ("", ExitCode.NO_DRIVER),  # bare host: the most likely reading
         ("mkuemmerer@2bf98ac6fa67:~$ nvidia-smi", ExitCode.CONTAINER_NO_GPU),  # bethgelab/docker#5
         ("Linux version 5.15.90.1-microsoft-standard-WSL2", ExitCode.WSL2_PASSTHROUGH),  # WSL#9938
+        # dmesg of WSL2's dxgkrnl (WSL#11293)
+        (
+            "[    1.272072] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         (
             "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
             ExitCode.CONTAINER_NO_GPU,
