@@ -190,8 +190,15 @@ class Matcher:
             *self.table.evidence,
             *self.table.versions,
         ]
-        needles = [n for item in self._items for p in item.patterns for n in p.needles]
-        self.scanner = NeedleScanner([*needles, DRY_RUN_MARKER])
+        # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
+        # entries whose needles it holds, so the cost per line does not grow with the size of the table
+        by_needle: dict[str, set[int]] = {}
+        for index, item in enumerate(self._items):
+            for pattern in item.patterns:
+                for needle in pattern.needles:
+                    by_needle.setdefault(needle, set()).add(index)
+        self._by_needle = tuple((needle, tuple(sorted(items))) for needle, items in sorted(by_needle.items()))
+        self.scanner = NeedleScanner([*by_needle, DRY_RUN_MARKER])
 
     @property
     def wants_next(self) -> bool:
@@ -249,7 +256,9 @@ class Matcher:
         if matched is None:
             lowered = probe.lower()
             matched = []
-            for item in self._items:
+            candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
+            for index in sorted(candidates):  # in table order, as every entry was tried before
+                item = self._items[index]
                 match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
                 if match is not None:
                     matched.append((item, match.start() - skip, _version_of(item, match)))
