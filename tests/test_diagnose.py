@@ -122,6 +122,22 @@ def test_docker_on_native_windows_shows_wsl2() -> None:
     assert [line.number for line in result.evidence["wsl2"]] == [1, 1]
 
 
+def test_a_dead_peer_explains_the_shape_mismatch_it_leaves_behind() -> None:
+    # What TensorFlow printed on the survivor when test_multiworker.py killed worker 0 mid-run: the collective
+    # reports the dead side's shape as [], so the vanished peer, not a real mismatch, is the cause.
+    log = [
+        "Collective ops is aborted by: Shape mismatch in the collective instance 186. Op at device"
+        " /job:worker/replica:0/task:0/device:CPU:0 expected shape [65536] but another member in the group"
+        " expected shape [].",
+        "UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:53883:"
+        " Failed to connect to remote host: Connection refused",
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.COLLECTIVE_FAILED
+    assert [f.signature.id for f in result.failures] == ["multiworker-peer-unreachable"]
+    assert [f.signature.id for f in diagnose(log[:1]).failures] == ["multiworker-peer-unreachable"]
+
+
 def test_iommu_faults_of_other_devices_are_not_gpu_faults() -> None:
     # pop-os/pop#853: an NVMe drive's AMD-Vi faults; only an nvidia device's faults block GPU peer traffic.
     line = (
