@@ -69,6 +69,11 @@ NVIDIA_SMI = (
         ("", ExitCode.NO_DRIVER),  # bare host: the most likely reading
         ("mkuemmerer@2bf98ac6fa67:~$ nvidia-smi", ExitCode.CONTAINER_NO_GPU),  # bethgelab/docker#5
         ("Linux version 5.15.90.1-microsoft-standard-WSL2", ExitCode.WSL2_PASSTHROUGH),  # WSL#9938
+        # dmesg of WSL2's dxgkrnl (WSL#11293)
+        (
+            "[    1.272072] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         (
             "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
             ExitCode.CONTAINER_NO_GPU,
@@ -90,6 +95,56 @@ def test_one_line_means_different_things_in_different_places(evidence: str, code
         # No evidence: the most likely cause, and what else it could be.
         assert finding.context is None
         assert "container" in finding.alternatives and "WSL2" in finding.alternatives
+
+
+def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:
+    # docker run inside WSL2 (tensorflow#68711's setup): the container reaches the GPU only through WSL2.
+    log = [
+        "Linux version 5.15.90.1-microsoft-standard-WSL2",
+        "$ docker run --rm --gpus all -it tensorflow/tensorflow:latest-gpu bash",
+        NVIDIA_SMI,
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    finding = next(f for f in result.failures if f.signature.id == "nvidia-smi-no-driver")
+    assert finding.context == "wsl2"
+    assert "container" in finding.alternatives
+
+
+def test_docker_on_native_windows_shows_wsl2() -> None:
+    # Docker Desktop runs Linux containers in WSL2's VM: a Windows prompt running docker is evidence of WSL2.
+    log = [
+        "PS C:\\Users\\me> docker run --gpus all nvidia/cuda:12.2.0-base-ubuntu22.04 nvidia-smi",
+        NVIDIA_SMI,
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert [line.number for line in result.evidence["wsl2"]] == [1, 1]
+
+
+def test_a_dead_peer_explains_the_shape_mismatch_it_leaves_behind() -> None:
+    # What TensorFlow printed on the survivor when test_multiworker.py killed worker 0 mid-run: the collective
+    # reports the dead side's shape as [], so the vanished peer, not a real mismatch, is the cause.
+    log = [
+        "Collective ops is aborted by: Shape mismatch in the collective instance 186. Op at device"
+        " /job:worker/replica:0/task:0/device:CPU:0 expected shape [65536] but another member in the group"
+        " expected shape [].",
+        "UNAVAILABLE: failed to connect to all addresses; last error: UNKNOWN: ipv4:127.0.0.1:53883:"
+        " Failed to connect to remote host: Connection refused",
+    ]
+    result = diagnose(log)
+    assert result.code == ExitCode.COLLECTIVE_FAILED
+    assert [f.signature.id for f in result.failures] == ["multiworker-peer-unreachable"]
+    assert [f.signature.id for f in diagnose(log[:1]).failures] == ["multiworker-peer-unreachable"]
+
+
+def test_iommu_faults_of_other_devices_are_not_gpu_faults() -> None:
+    # pop-os/pop#853: an NVMe drive's AMD-Vi faults; only an nvidia device's faults block GPU peer traffic.
+    line = (
+        "[   10.919607] nvme 0000:01:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0000"
+        " address=0xfc189000 flags=0x0000]"
+    )
+    assert diagnose(line).code == ExitCode.OK
 
 
 def test_the_most_fundamental_cause_wins() -> None:

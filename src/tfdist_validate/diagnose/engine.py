@@ -190,8 +190,15 @@ class Matcher:
             *self.table.evidence,
             *self.table.versions,
         ]
-        needles = [n for item in self._items for p in item.patterns for n in p.needles]
-        self.scanner = NeedleScanner([*needles, DRY_RUN_MARKER])
+        # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
+        # entries whose needles it holds, so the cost per line does not grow with the size of the table
+        by_needle: dict[str, set[int]] = {}
+        for index, item in enumerate(self._items):
+            for pattern in item.patterns:
+                for needle in pattern.needles:
+                    by_needle.setdefault(needle, set()).add(index)
+        self._by_needle = tuple((needle, tuple(sorted(items))) for needle, items in sorted(by_needle.items()))
+        self.scanner = NeedleScanner([*by_needle, DRY_RUN_MARKER])
 
     @property
     def wants_next(self) -> bool:
@@ -249,7 +256,9 @@ class Matcher:
         if matched is None:
             lowered = probe.lower()
             matched = []
-            for item in self._items:
+            candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
+            for index in sorted(candidates):  # in table order, as every entry was tried before
+                item = self._items[index]
                 match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
                 if match is not None:
                     matched.append((item, match.start() - skip, _version_of(item, match)))
@@ -296,6 +305,7 @@ class Matcher:
             self.tf_version_line = then or line
 
     def result(self) -> Diagnosis:
+        _docker_on_windows(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
         findings: list[Finding] = []
@@ -330,8 +340,17 @@ def _version_of(item: Signature | Evidence | Version, match: re.Match[str]) -> t
     return major, int(match.group("minor"))
 
 
-# A container on a WSL2 host is still a container: its GPU access is given (or not) when it starts.
-_CONTEXT_PRIORITY = ("container", "wsl2", "windows", "macos")
+# A container on a WSL2 host (Docker Desktop, or docker inside a WSL2 distro) gets its GPU only through WSL2's
+# passthrough (/dev/dxg and /usr/lib/wsl/lib mounted in): there a driver-level failure is read as WSL2 first,
+# and the container reading is named as the alternative.
+_CONTEXT_PRIORITY = ("wsl2", "container", "windows", "macos")
+
+
+def _docker_on_windows(evidence: dict[str, list[Line]]) -> None:
+    """Linux containers on a Windows host run in WSL2's VM (Docker Desktop's only GPU backend): a log that
+    shows both a container and native Windows shows WSL2, by the lines that showed the two."""
+    if "container" in evidence and "windows" in evidence and "wsl2" not in evidence:
+        evidence["wsl2"] = [evidence["container"][0], evidence["windows"][0]]
 
 
 def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[int, int] | None) -> Finding:
@@ -344,7 +363,8 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
     older = sig.older_tf_on_windows
     if context == "windows" and older and tf_version is not None and tf_version < older:
         code = ExitCode.TF_NO_GPU
-    alternatives = sig.alternatives if sig.by_context and context is None else ""
+    both = context == "wsl2" and "container" in contexts and "container" in sig.by_context
+    alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
     return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
 
 
