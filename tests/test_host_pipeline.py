@@ -27,6 +27,7 @@ tfdist-validate 0.1.0: check
   PASS  health.gpus                  2 GPU(s) healthy by NVML
   PASS  tensorflow.import            TensorFlow 2.21.0 (CUDA 12.5.1, cuDNN 9, kernels for sm_60, sm_70, sm_80, sm_89, compute_90)
   PASS  tensorflow.cuda_build        TensorFlow 2.21.0: CUDA 12.5.1, cuDNN 9, kernels for sm_60, sm_70, sm_80, sm_89, compute_90
+  SKIP  tensorflow.cuda_libraries    the CUDA libraries were not inspected (a report from an older version)
   PASS  tensorflow.driver_compat     driver supports CUDA 13.2 >= build's 12.5.1
   PASS  tensorflow.compute_cap       native kernels for every GPU (7.5, 8.9)
   PASS  tensorflow.gpus_visible      TensorFlow sees 2 GPU(s): /physical_device:GPU:0, /physical_device:GPU:1

@@ -206,6 +206,8 @@ TENSORFLOW: dict[str, Any] = {
         "timed_out": {"type": "boolean"},
         "libcuda_version": {"type": ["integer", "null"]},
         "missing_libraries": _STRINGS,
+        "cuda_libraries": {"type": ["array", "null"], "items": {"type": "object"}},
+        "cuda_wheels": {"type": "object", "additionalProperties": _STR},
     },
     "additionalProperties": False,
 }
