@@ -16,6 +16,7 @@ Also read here: the installed `nvidia-*` wheels (importlib.metadata), the CUDA t
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import re
 import struct
@@ -96,13 +97,24 @@ _WHEEL = re.compile(r"^nvidia-[a-z0-9-]+-cu\d+$")
 
 
 def runpath(path: Path) -> list[str]:
-    """DT_RUNPATH (else DT_RPATH) of an ELF64 little-endian object, $ORIGIN expanded; [] if unreadable."""
+    """DT_RUNPATH (else DT_RPATH) of an ELF64 little-endian object, $ORIGIN expanded; [] if unreadable.
+    Mapped, not read: libtensorflow_cc.so.2 is over 1 GB and only a few pages of it are needed."""
     try:
-        data = path.read_bytes()
-    except OSError:
+        with path.open("rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            raw = _runpath_text(data)
+    except (OSError, ValueError, struct.error):  # unreadable, empty (mmap), truncated
         return []
-    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return []
+    origin = str(path.parent)
+    return [
+        os.path.normpath(p.replace("$ORIGIN", origin).replace("${ORIGIN}", origin))
+        for p in (raw or "").split(":")
+        if p
+    ]
+
+
+def _runpath_text(data: mmap.mmap) -> str | None:
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:  # ELF, 64-bit, little-endian
+        return None
     phoff, phentsize, phnum = struct.unpack_from("<Q", data, 0x20)[0], *struct.unpack_from("<HH", data, 0x36)
     loads, dynamic = [], None
     for i in range(phnum):
@@ -112,26 +124,21 @@ def runpath(path: Path) -> list[str]:
         elif ptype == 2:  # PT_DYNAMIC
             dynamic = (offset, filesz)
     if dynamic is None:
-        return []
+        return None
     entries: dict[int, int] = {}
     for pos in range(dynamic[0], dynamic[0] + dynamic[1], 16):
         tag, value = struct.unpack_from("<qQ", data, pos)
-        if tag == 0:
+        if tag == 0:  # DT_NULL
             break
         entries.setdefault(tag, value)
     strtab = next(
         (off + entries[5] - va for va, off, size in loads if va <= entries.get(5, -1) < va + size), None
-    )
+    )  # DT_STRTAB, a virtual address: mapped to its file offset through the PT_LOAD that holds it
     which = entries.get(29, entries.get(15))  # DT_RUNPATH, DT_RPATH
     if strtab is None or which is None:
-        return []
-    raw = data[strtab + which : data.index(b"\0", strtab + which)].decode(errors="replace")
-    origin = str(path.parent)
-    return [
-        os.path.normpath(p.replace("$ORIGIN", origin).replace("${ORIGIN}", origin))
-        for p in raw.split(":")
-        if p
-    ]
+        return None
+    start = strtab + which
+    return bytes(data[start : data.find(b"\0", start)]).decode(errors="replace")
 
 
 def ld_cache(run: CommandRunner = run_command) -> dict[str, str]:
