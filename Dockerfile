@@ -52,6 +52,13 @@ RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
     && /opt/tfdist/bin/pip install --no-cache-dir --disable-pip-version-check --quiet \
         "$@" --require-hashes --no-deps --only-binary=:all: -r "requirements/${FLAVOR}.txt"
 
+# cuDNN 9.3's libraries look for NVRTC (for their runtime-compiled kernels) in site-packages/nvidia/nvrtc/lib,
+# their RUNPATH; the nvidia-cuda-nvrtc wheel installs it in nvidia/cuda_nvrtc/lib. A link joins the two, so
+# cuDNN finds it (`tfdist-validate run` lists what TensorFlow loads: the tensorflow.cuda_libraries check).
+RUN for nvidia in /opt/tfdist/lib/python3*/site-packages/nvidia; do \
+        if [ -d "${nvidia}/cuda_nvrtc/lib" ] && [ ! -e "${nvidia}/nvrtc" ]; then ln -s cuda_nvrtc "${nvidia}/nvrtc"; fi; \
+    done
+
 COPY pyproject.toml README.md ./
 COPY src/ src/
 # The lock already installed setuptools and wheel, so the package builds offline and adds nothing unlocked.

@@ -52,7 +52,7 @@ clean: ## remove the venv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build src/*.egg-info
 
 # ---- The image and its deployments: Dockerfile, entrypoint/, docker-compose.yml, deploy/kubernetes/ ----------
-.PHONY: image image-cpu test-image preflight gpu-check lint-image lock wheelhouse
+.PHONY: image image-cpu test-image test-image-cuda preflight gpu-check lint-image lock wheelhouse
 
 IMAGE ?= tfdist-validate
 IMAGE_VERSION ?= $(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' src/tfdist_validate/__init__.py)
@@ -100,7 +100,15 @@ test-image: ## build the CPU image (podman, a local Debian base) and run it: che
 	scripts/base-image.sh $(LOCAL_BASE)
 	$(MAKE) --no-print-directory image-cpu ENGINE=podman BASE_FROM=$(LOCAL_BASE)
 	@echo "image size: $$(podman image inspect --format '{{.Size}}' $(IMAGE):$(IMAGE_VERSION)-cpu | numfmt --to=iec)"
-	ENGINE=podman PYTHON=$(PYTHON) scripts/test-image.sh $(IMAGE):$(IMAGE_VERSION)-cpu $(IMAGE_VERSION)-cpu
+	ENGINE=podman PYTHON=$(PYTHON) FLAVOR=cpu scripts/test-image.sh $(IMAGE):$(IMAGE_VERSION)-cpu $(IMAGE_VERSION)-cpu
+
+test-image-cuda: ## the same for the CUDA image (no GPU needed): its CUDA libraries all load, with versions
+	scripts/ci-deps.sh
+	scripts/base-image.sh $(LOCAL_BASE)
+	@start=$$(date +%s); $(MAKE) --no-print-directory image ENGINE=podman BASE_FROM=$(LOCAL_BASE); \
+		echo "image build: $$(( $$(date +%s) - start )) s"
+	@echo "image size: $$(podman image inspect --format '{{.Size}}' $(IMAGE):$(IMAGE_VERSION) | numfmt --to=iec)"
+	ENGINE=podman PYTHON=$(PYTHON) FLAVOR=cuda scripts/test-image.sh $(IMAGE):$(IMAGE_VERSION) $(IMAGE_VERSION)
 
 # TFDIST: the validator's command (the CUDA image: see README "make gpu-check"); default: this venv's, if made
 gpu-check: ## on a GPU host: check, run, run --devices, bandwidth at 3 sizes, replays; one tarball (OUT=folder)

@@ -8,12 +8,17 @@
 #   SIGTERM during a run         the validator (not tini, not the shell) gets it: exit 50 (TIMEOUT)
 #   plus: non-root user, OCI labels, argument pass-through, the entrypoint's stderr-only logging
 #
-# Usage: scripts/test-image.sh IMAGE EXPECTED_VERSION      (ENGINE=podman by default; PYTHON for JSON checks)
+#   the CUDA libraries   FLAVOR=cuda: every library TensorFlow opens on a GPU host loads, from the wheels,
+#                        with its version; libcuda and NVML (the host's) are absent. FLAVOR=cpu: not installed
+#
+# Usage: scripts/test-image.sh IMAGE EXPECTED_VERSION      (ENGINE=podman by default; PYTHON for JSON checks;
+#        FLAVOR=cpu|cuda, default cpu)
 set -euo pipefail
 
 image=${1:?usage: test-image.sh IMAGE EXPECTED_VERSION}
 version=${2:?usage: test-image.sh IMAGE EXPECTED_VERSION}
 engine=${ENGINE:-podman}
+flavor=${FLAVOR:-cpu}
 python=${PYTHON:-python3}
 work=$(mktemp -d)
 name="tfdist-sigterm-$$"
@@ -61,7 +66,14 @@ try:
 except ValueError as err:
     print(f"      not one JSON document ({err}); it starts: {text[:200]!r}")
     sys.exit(1)
-failed = [expr for expr in sys.argv[2:] if not eval(expr, {"r": r})]
+def check(name):
+    return next(c for c in r["checks"] if c["id"] == name)
+def libs(status):  # the CUDA-libraries check has this status
+    return check("tensorflow.cuda_libraries")["status"] == status
+def own():  # the libraries the image itself carries (not the host's libcuda and NVML)
+    return [l for l in check("tensorflow.cuda_libraries")["details"]["libraries"] if not l["host"]]
+names = {"r": r, "check": check, "libs": libs, "own": own}
+failed = [expr for expr in sys.argv[2:] if not eval(expr, names)]
 for expr in failed:
     print(f"      does not hold: {expr}")
 sys.exit(1 if failed else 0)
@@ -105,6 +117,19 @@ for line in 'replicas=2' 'global_batch=32' \
     'final_val_binary_accuracy=0.9609'; do
     if grep -qF -- "${line}" "${work}/dry-run.err"; then ok "dry-run prints: ${line}"; else bad "dry-run lacks: ${line}"; fi
 done
+
+# The CUDA libraries TensorFlow would open on a GPU host, as the dry run's tensorflow.cuda_libraries check saw
+# them (no GPU is needed to find and load them; libcuda and NVML come from the host's driver).
+if [[ "${flavor}" == cuda ]]; then
+    json_check dry-run 'libs("pass")' 'len(own()) >= 11' \
+        'all(l["loads"] and l["path"].startswith("/opt/tfdist/") and l["wheel"] for l in own())' \
+        'all(l["version"] for l in own() if not l["soname"].startswith("libcupti"))' \
+        'all(l["path"] is None for l in check("tensorflow.cuda_libraries")["details"]["libraries"] if l["host"])' \
+        'check("tensorflow.cuda_libraries")["details"]["cuda_wheels"]["nvidia-cudnn-cu12"].startswith("9.")'
+    grep -F 'tensorflow.cuda_libraries' "${work}/dry-run.err" | cut -c1-300
+else
+    json_check dry-run 'libs("skip")' 'check("tensorflow.cuda_libraries")["details"]["cuda_wheels"] == {}'
+fi
 
 log "${image}: pass-through and identity"
 run exit-codes "${image}" tfdist-validate exit-codes --json

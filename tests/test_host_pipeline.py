@@ -27,6 +27,7 @@ tfdist-validate 0.1.0: check
   PASS  health.gpus                  2 GPU(s) healthy by NVML
   PASS  tensorflow.import            TensorFlow 2.21.0 (CUDA 12.5.1, cuDNN 9, kernels for sm_60, sm_70, sm_80, sm_89, compute_90)
   PASS  tensorflow.cuda_build        TensorFlow 2.21.0: CUDA 12.5.1, cuDNN 9, kernels for sm_60, sm_70, sm_80, sm_89, compute_90
+  SKIP  tensorflow.cuda_libraries    the CUDA libraries were not inspected (a report from an older version)
   PASS  tensorflow.driver_compat     driver supports CUDA 13.2 >= build's 12.5.1
   PASS  tensorflow.compute_cap       native kernels for every GPU (7.5, 8.9)
   PASS  tensorflow.gpus_visible      TensorFlow sees 2 GPU(s): /physical_device:GPU:0, /physical_device:GPU:1
@@ -71,7 +72,7 @@ GOLDEN_NO_GPU_FOLDED = (
     _HEAD
     + """\
   SKIP  cluster.tf_config            single host: TF_CONFIG is not set, so MirroredStrategy runs on this host only
-  SKIP  14 checks                    not run because runtime.gpu_access failed (-v lists them)
+  SKIP  15 checks                    not run because runtime.gpu_access failed (-v lists them)
 """  # noqa: E501
     + _TAIL
 )
@@ -82,6 +83,7 @@ GOLDEN_NO_GPU_VERBOSE = (
   SKIP  health.gpus                  not run: needs driver.nvml, which was not run either (because of runtime.gpu_access)
   SKIP  tensorflow.import            not run: needs runtime.gpu_access, which failed
   SKIP  tensorflow.cuda_build        not run: needs tensorflow.import, which was not run either (because of runtime.gpu_access)
+  SKIP  tensorflow.cuda_libraries    not run: needs tensorflow.import, which was not run either (because of runtime.gpu_access)
   SKIP  tensorflow.driver_compat     not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
   SKIP  tensorflow.compute_cap       not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
   SKIP  tensorflow.gpus_visible      not run: needs tensorflow.cuda_build, which was not run either (because of tensorflow.import)
@@ -117,7 +119,7 @@ def test_golden_summary_of_a_container_without_gpus(
     assert result.stdout == ""
     # the JSON report is not folded: every check, each skipped one with what blocked it
     checks = result.report["checks"]
-    assert len(checks) == 17 and sum(1 for c in checks if c["blocked_by"]) == 14
+    assert len(checks) == 18 and sum(1 for c in checks if c["blocked_by"]) == 15
 
 
 NO_TF_SCRIPT = """

@@ -7,17 +7,22 @@ the build carry code for each GPU (23), and does TensorFlow see the GPUs the dri
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from tfdist_validate.checks import ptx_jit
+from tfdist_validate.checks.cuda_libraries import check_cuda_libraries
 from tfdist_validate.checks.devices import canonical
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.cuda_compat import (
     MINIMUM_DRIVER,
     PTX_FAILS,
+    Compat,
     coverage,
     driver_runs_cuda,
+    installed_cuda,
     show_version,
     version_tuple,
 )
@@ -125,6 +130,14 @@ def check_driver_compat(ctx: Context) -> Outcome:
         )
     if not compat.ok:
         return failed(ExitCode.DRIVER_TOO_OLD, compat.reason, _upgrade_hint(build_cuda, runtime), details)
+    libraries = _installed_libraries(facts, snapshot, forward, windows, details)
+    if libraries is not None and not libraries.ok:
+        return failed(
+            ExitCode.DRIVER_TOO_OLD,
+            f"{libraries.reason}; TensorFlow's build: {compat.reason}",
+            _libraries_hint(details, build_cuda, runtime),
+            details,
+        )
     jit = jit_capabilities(ctx) if compat.minor_compat else []
     if jit:
         # Minor-version compatibility runs the build's cubins, never its PTX: PTX from a newer toolkit fails
@@ -140,8 +153,56 @@ def check_driver_compat(ctx: Context) -> Outcome:
             details | {"ptx_only": jit},
         )
     if compat.minor_compat:
-        return warned(compat.reason, _upgrade_hint(build_cuda, runtime), details)
-    return passed(compat.reason, details)
+        reason = compat.reason + (f"; {libraries.reason}" if libraries is not None else "")
+        return warned(reason, _upgrade_hint(build_cuda, runtime), details)
+    if libraries is not None and libraries.minor_compat:
+        return warned(
+            f"TensorFlow's build: {compat.reason}; but {libraries.reason}",
+            _libraries_hint(details, build_cuda, runtime),
+            details,
+        )
+    installed = f"; {libraries.reason}" if libraries is not None else ""
+    return passed(compat.reason + installed, details)
+
+
+def _installed_libraries(
+    facts: TfFacts, snapshot: DriverSnapshot, forward: str | None, windows: bool, details: dict[str, Any]
+) -> Compat | None:
+    """The driver judged against the CUDA libraries installed beside TensorFlow (the nvidia-* wheels, or what
+    LD_LIBRARY_PATH gives), which may be newer than the CUDA TensorFlow was built with: their run-time
+    compilers (NVRTC in cuDNN's runtime fusion, nvJitLink, ptxas) emit PTX of their own CUDA, which only a
+    driver of that CUDA loads. None when nothing says which CUDA they are."""
+    installed = installed_cuda(facts.cuda_libraries, facts.cuda_wheels)
+    if installed is None:
+        return None
+    version, evidence = installed
+    details["installed_cuda"] = version
+    details["installed_cuda_from"] = evidence
+    compat = driver_runs_cuda(snapshot.driver_version, forward or snapshot.cuda_version, version, windows)
+    said = f"the installed CUDA libraries are CUDA {version} ({', '.join(evidence)})"
+    if compat.ok and not compat.minor_compat:
+        return replace(compat, reason=f"{said}: the driver supports them")
+    if not compat.ok:
+        return replace(compat, reason=f"{said}: {compat.reason}")
+    return replace(
+        compat,
+        reason=f"{said}, newer than the driver's CUDA {forward or snapshot.cuda_version}: they run through"
+        " minor-version compatibility, but PTX they generate at run time (NVRTC, nvJitLink) fails to load"
+        " on this driver (CUDA_ERROR_UNSUPPORTED_PTX_VERSION)",
+    )
+
+
+def _libraries_hint(details: Mapping[str, Any], build_cuda: str, runtime: RuntimeFacts | None) -> str:
+    numbers = version_tuple(build_cuda) or (0, 0)
+    release = ".".join(map(str, numbers[:2]))
+    wheels = " ".join(
+        f"'nvidia-{name}-cu{numbers[0]}=={release}.*'" for name in ("cuda-runtime", "cuda-nvrtc", "nvjitlink")
+    )
+    return (
+        f"{_upgrade_driver(str(details.get('installed_cuda')), runtime)}, or install the CUDA wheels of"
+        f" TensorFlow's build (CUDA {release}): `pip install {wheels}` and the other nvidia-* wheels of that"
+        " release (tfdist-validate's requirements/cuda.txt pins the set)"
+    )
 
 
 def _forward_compat_cuda(facts: TfFacts, snapshot: DriverSnapshot) -> str | None:
@@ -162,7 +223,11 @@ def _driver_named(version: str | None, runtime: RuntimeFacts | None) -> str:
 
 
 def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
-    major = (version_tuple(build_cuda) or (0,))[0]
+    return f"{_upgrade_driver(build_cuda, runtime)}, or use a TensorFlow built for an older CUDA"
+
+
+def _upgrade_driver(cuda: str, runtime: RuntimeFacts | None) -> str:
+    major = (version_tuple(cuda) or (0,))[0]
     floors = MINIMUM_DRIVER.get(major)
     wsl = runtime is not None and runtime.wsl2
     system, minimum = ("Windows", floors[1]) if wsl and floors else ("Linux", floors[0] if floors else ())
@@ -171,10 +236,7 @@ def _upgrade_hint(build_cuda: str, runtime: RuntimeFacts | None) -> str:
     where = (
         "the Windows NVIDIA driver" if wsl else "the host's NVIDIA driver" if in_container else "the driver"
     )
-    return (
-        f"upgrade {where} to one that supports CUDA {build_cuda}{floor}, or use a TensorFlow built for"
-        " an older CUDA"
-    )
+    return f"upgrade {where} to one that supports CUDA {cuda}{floor}"
 
 
 def _gpu_capabilities(ctx: Context, facts: TfFacts) -> list[tuple[int, str, tuple[int, int]]]:
@@ -343,18 +405,20 @@ def _none_seen(facts: TfFacts, driver_count: int, runtime: RuntimeFacts | None) 
 
 _IMPORT = "tensorflow.import"
 _BUILD = "tensorflow.cuda_build"
+_LIBRARIES = "tensorflow.cuda_libraries"
 CHECKS = (
     Check(
         _IMPORT, Layer.TENSORFLOW, check_import, requires=("runtime.gpu_access", "driver.nvml", "health.gpus")
     ),
     Check(_BUILD, Layer.TENSORFLOW, check_cuda_build, requires=(_IMPORT,)),
+    Check(_LIBRARIES, Layer.TENSORFLOW, check_cuda_libraries, requires=(_IMPORT,)),
     Check("tensorflow.driver_compat", Layer.TENSORFLOW, check_driver_compat, (_BUILD,), gpu_only=True),
     Check("tensorflow.compute_cap", Layer.TENSORFLOW, check_compute_capability, (_BUILD,), gpu_only=True),
     Check(
         "tensorflow.gpus_visible",
         Layer.TENSORFLOW,
         check_gpus_visible,
-        requires=(_BUILD, "tensorflow.driver_compat", "tensorflow.compute_cap"),
+        requires=(_BUILD, _LIBRARIES, "tensorflow.driver_compat", "tensorflow.compute_cap"),
         gpu_only=True,
     ),
 )

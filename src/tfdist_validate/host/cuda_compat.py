@@ -6,7 +6,9 @@ Two rule sets from NVIDIA's documentation, kept as data so a new CUDA major is o
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # Minimum driver for CUDA minor-version compatibility, per CUDA major, Linux x86_64 / Windows:
 # CUDA Toolkit Release Notes, table "CUDA Toolkit and Minimum Required Driver Version for CUDA Minor Version
@@ -121,3 +123,31 @@ def coverage(capability: tuple[int, int], build: list[str]) -> Coverage:
     if ptx:
         return Coverage("ptx", max(ptx)[1])
     return Coverage("none", None)
+
+
+# Wheels versioned by the CUDA toolkit release they belong to ("12.5.82" is CUDA 12.5); cuFFT, cuDNN, NCCL...
+# carry their own numbering and say nothing about it.
+TOOLKIT_WHEELS = re.compile(r"^nvidia-(cuda-runtime|cuda-nvrtc|cuda-nvcc|cuda-cupti|nvjitlink|cublas)-cu\d+$")
+# Libraries whose version (from the library itself) is a CUDA toolkit release.
+TOOLKIT_LIBRARIES = ("libcudart.so.", "libnvrtc.so.", "libnvJitLink.so.")
+
+
+def installed_cuda(
+    libraries: tuple[Mapping[str, Any], ...] | None, wheels: Mapping[str, str]
+) -> tuple[str, list[str]] | None:
+    """The newest CUDA release among the installed CUDA libraries (what their run-time compilers, NVRTC,
+    nvJitLink and ptxas, target), with the evidence: ("12.9", ["nvidia-cuda-nvrtc-cu12 12.9.86", ...])."""
+    found: list[tuple[tuple[int, ...], str]] = []
+    for name, version in wheels.items():
+        numbers = version_tuple(version)
+        if TOOLKIT_WHEELS.match(name) and numbers and len(numbers) >= 2:
+            found.append((numbers[:2], f"{name} {version}"))
+    for library in libraries or ():
+        soname, said = str(library.get("soname") or ""), str(library.get("version") or "")
+        numbers = version_tuple(said)
+        if soname.startswith(TOOLKIT_LIBRARIES) and library.get("loads") and numbers and len(numbers) >= 2:
+            found.append((numbers[:2], f"{soname} {said}"))
+    if not found:
+        return None
+    newest = max(v for v, _ in found)
+    return f"{newest[0]}.{newest[1]}", sorted({what for v, what in found if v == newest})

@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import re
 import sys
 import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from tfdist_validate.jsonable import jsonable
+from tfdist_validate.probes import cuda_libs
 from tfdist_validate.probes.commands import run_command
 
 MARKER = "TFDIST_TF_FACTS "
@@ -44,6 +47,10 @@ class TfFacts:
     log: str = ""  # the tail of the child's stderr
     timed_out: bool = False  # a deadline cut the import or the GPU listing short (a TIMEOUT, not a failure)
     libcuda_version: int | None = None  # cuDriverGetVersion of the loaded libcuda (12040 = 12.4); None: none
+    # the CUDA libraries TensorFlow would load (probes/cuda_libs.py); None: not inspected (a CPU-only build,
+    # or a report from before this was recorded)
+    cuda_libraries: tuple[Mapping[str, Any], ...] | None = None
+    cuda_wheels: Mapping[str, str] = field(default_factory=dict)  # installed nvidia-*-cuNN wheels: version
 
     @property
     def cuda_version(self) -> str | None:
@@ -73,6 +80,8 @@ class TfFacts:
             "timed_out": self.timed_out,
             "libcuda_version": self.libcuda_version,
             "missing_libraries": self.missing_libraries(),
+            "cuda_libraries": None if self.cuda_libraries is None else [dict(x) for x in self.cuda_libraries],
+            "cuda_wheels": dict(self.cuda_wheels),
         }
 
 
@@ -88,6 +97,8 @@ def from_json(data: Mapping[str, Any], log: str = "") -> TfFacts:
         probe_error=data.get("probe_error"),
         timed_out=bool(data.get("timed_out")),
         libcuda_version=data.get("libcuda_version") if isinstance(data.get("libcuda_version"), int) else None,
+        cuda_libraries=None if data.get("cuda_libraries") is None else tuple(data["cuda_libraries"]),
+        cuda_wheels=dict(data.get("cuda_wheels") or {}),
         log=log,
     )
 
@@ -157,6 +168,12 @@ def facts_of(tf: Any, list_gpus: bool = True) -> dict[str, Any]:
     # the CUDA version of the libcuda TensorFlow loaded: a forward-compatibility package (cuda-compat) gives
     # a newer one than the kernel driver, which is all NVML's nvmlSystemGetCudaDriverVersion reports
     facts["libcuda_version"] = libcuda_version() if list_gpus else None
+    # where each CUDA library TensorFlow opens would come from, and its version; read without a GPU, so a dry
+    # run of the CUDA image shows them too
+    module_file = getattr(tf, "__file__", None)
+    if facts["built_with_cuda"] and sys.platform.startswith("linux") and module_file:
+        facts["cuda_libraries"] = cuda_libs.inspect(Path(module_file).parent, facts["build_info"], os.environ)
+    facts["cuda_wheels"] = cuda_libs.wheels()
     return facts
 
 

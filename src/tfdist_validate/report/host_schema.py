@@ -208,6 +208,8 @@ TENSORFLOW: dict[str, Any] = {
         "missing_libraries": _STRINGS,
         # a first start that JIT-compiles from PTX (checks/ptx_jit.py): its cost, the JIT cache, the deadline
         "ptx_jit": {"type": "object"},
+        "cuda_libraries": {"type": ["array", "null"], "items": {"type": "object"}},
+        "cuda_wheels": {"type": "object", "additionalProperties": _STR},
     },
     "additionalProperties": False,
 }
