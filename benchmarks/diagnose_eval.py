@@ -1,6 +1,6 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
-Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|held3|all] [--show-misses]
+Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|held3|held4|all] [--show-misses]
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -13,6 +13,9 @@ and scored once, at the end of the second round. The split leaves them where the
 
 `held3` is the third round's held-back set, collected the same way before any signature of the third round
 changed, by a collector who never ran `diagnose` on it; it is scored once, at the end of the third round.
+
+`held4` is the fourth round's held-back set, collected the same way before any signature of the fourth round
+changed; it is scored once, at the end of the fourth round.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import yaml
 
 HELD2 = "held2"
 HELD3 = "held3"
-LATER_ROUNDS = (HELD2, HELD3)
+HELD4 = "held4"
+LATER_ROUNDS = (HELD2, HELD3, HELD4)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
@@ -81,7 +85,7 @@ def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("read", "held", HELD2, HELD3, "all"), default="read")
+    parser.add_argument("--half", choices=("read", "held", HELD2, HELD3, HELD4, "all"), default="read")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
     args = parser.parse_args()

@@ -45,7 +45,7 @@ def test_no_excerpt_comes_from_a_thread_signatures_were_learnt_from() -> None:
 
 def test_each_excerpt_is_in_the_half_its_id_puts_it_in() -> None:
     halves = _script().split_halves(EVAL)
-    first_round = [e for e in EVAL if e["half"] not in ("held2", "held3")]
+    first_round = [e for e in EVAL if e["half"] not in ("held2", "held3", "held4")]
     assert {e["id"]: e["half"] for e in first_round} == halves
     for category in {e["category"] for e in first_round}:
         counts = Counter(e["half"] for e in first_round if e["category"] == category)
@@ -74,6 +74,20 @@ def test_third_round_held_back_set_covers_every_category() -> None:
     assert min(held3.values()) >= 4
     weak = ("container", "wsl2", "collective")
     assert min(held3[c] for c in weak) >= 7
+
+
+def test_fourth_round_held_back_set_covers_every_category() -> None:
+    """held4: at least 64 excerpts, collected before any signature of the fourth round changed and never run
+    through `diagnose`, from threads used nowhere else; every category at least 5 times, and at least 7 times
+    for the categories the earlier rounds found weakest (WSL2, TensorFlow without CUDA, other, collective,
+    container, compute capability). Scope: TensorFlow/Keras logs, or any framework's logs of failures below
+    the framework (tests/fixtures/diagnose_eval/README.md)."""
+    held4 = Counter(e["category"] for e in EVAL if e["half"] == "held4")
+    assert sum(held4.values()) >= 64
+    assert set(held4) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
+    assert min(held4.values()) >= 5
+    weak = ("wsl2", "tf-no-cuda", "other", "collective", "container", "compute-capability")
+    assert min(held4[c] for c in weak) >= 7
 
 
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
