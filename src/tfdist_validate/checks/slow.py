@@ -4,7 +4,7 @@ multi-worker TF_CONFIG) add what applies to this node."""
 
 from __future__ import annotations
 
-from tfdist_validate.checks.tensorflow_build import jit_capabilities
+from tfdist_validate.checks.gpu_capabilities import jit_capabilities
 from tfdist_validate.context import Context
 
 _USUALLY = {

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tfdist_validate.checks import ptx_jit
-from tfdist_validate.checks.tensorflow_build import jit_capabilities
+from tfdist_validate.checks.gpu_capabilities import jit_capabilities
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
