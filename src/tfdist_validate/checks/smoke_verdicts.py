@@ -312,11 +312,16 @@ def bandwidth(found: BandwidthRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return warned(summary + f"; --min-busbw-gbps {floor:g} was not applied", "", found)
         return skipped(summary, found)
     strategy = run.results.get("strategy") or {}
-    how = strategy.get("cross_device_ops", {}).get("name", "unknown")
+    how = found.get("implementation") or strategy.get("cross_device_ops", {}).get("name", "unknown")
     figures = (
         f"{mib:g} MiB all-reduce on {replicas} replicas ({how}): algbw {found['algbw_gbps']:.2f} GB/s,"
         f" busbw {found['busbw_gbps']:.2f} GB/s"
     )
+    if found.get("per_call"):  # a report of an older version timed one all-reduce per call
+        figures += (
+            f", {found['time_s'] * 1000:.3f} ms per all-reduce ({found['calls']} calls of"
+            f" {found['per_call']} chained all-reduces)"
+        )
     if ctx.dry_run:
         figures += " (CPU dry run: memory copies, not GPU links)"
     if floor is not None and found["busbw_gbps"] < floor:

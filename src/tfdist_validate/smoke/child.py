@@ -314,7 +314,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     reduce = child_checks.sum_across_replicas(tf, strategy)
     results.write("allreduce", **child_checks.allreduce_exact(tf, strategy, reduce))
     results.stage = "bandwidth"
-    bandwidth = child_checks.allreduce_bandwidth(tf, strategy, reduce, spec.allreduce_mib, deadline)
+    bandwidth = child_checks.allreduce_bandwidth(tf, strategy, spec.allreduce_mib, deadline)
     results.write("bandwidth", **bandwidth)
     if spec.multi_worker:
         _wait_for_all_workers(deadline)

@@ -101,11 +101,16 @@ class BandwidthRecord(TypedDict, total=False):
     error: str
     reason: str
     replicas: int
-    size_bytes: int
-    iterations: int
-    time_s: float
-    algbw_gbps: float
-    busbw_gbps: float
+    size_bytes: int  # per replica, as nccl-tests' size
+    method: str  # how it was timed (child_checks.allreduce_bandwidth)
+    implementation: str  # the cross-device ops' name (child_checks.describe_cross_device_ops)
+    per_call: int  # chained all-reduces in each timed call
+    calls: int  # timed calls
+    call_s: list[float]  # each timed call's seconds, its one host sync included
+    iterations: int  # all-reduces timed: per_call * calls
+    time_s: float  # per all-reduce: the median call's seconds / per_call
+    algbw_gbps: float  # size_bytes / time_s
+    busbw_gbps: float  # algbw * 2(n-1)/n
 
 
 # What the report's `smoke` block takes from each stage record: whole records for the checks of our own,

@@ -1,0 +1,108 @@
+"""The child's stages after `fit` on real logical CPU devices: the timed all-reduce loop, the convolution
+probe, the pass through the distributed dataset, and how an out-of-memory in the strategy's scope is
+recorded.
+
+One fresh interpreter runs all of them (logical devices must be configured before TensorFlow's runtime
+starts, and one import of TensorFlow is the expensive part); each test reads its part of what it printed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+
+from tfdist_validate.smoke import child_checks
+
+_PROBES = textwrap.dedent(
+    """
+    import json, time
+    import tensorflow as tf
+    from tfdist_validate.smoke import child_checks
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
+    found = {}
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1", "/cpu:2"])
+    found["bandwidth"] = child_checks.allreduce_bandwidth(tf, strategy, 0.25, time.monotonic() + 120)
+    found["no_time"] = child_checks.allreduce_bandwidth(tf, strategy, 0.25, time.monotonic() - 1)
+    loop = child_checks.chained_all_reduce(tf, strategy)
+    ones = child_checks.per_replica_values(tf, strategy, lambda i: tf.ones([4]))
+    found["chained"] = {
+        str(count): [t.numpy().tolist() for t in strategy.experimental_local_results(loop(ones, count))]
+        for count in (0, 1, 3)
+    }
+    one = tf.distribute.MirroredStrategy(["/cpu:0"])
+    found["one_replica"] = child_checks.allreduce_bandwidth(tf, one, 0.25, time.monotonic() + 60)
+    print(json.dumps(found))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBES], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+@pytest.mark.slow
+def test_the_timed_loop_reports_count_size_per_op_time_and_nccl_tests_busbw(probes: dict[str, Any]) -> None:
+    record = probes["bandwidth"]
+    assert record["ok"] and record["ran"] and "error" not in record
+    assert record["replicas"] == 3 and record["size_bytes"] == 2**18  # 0.25 MiB of float32 per replica
+    assert record["implementation"] == "collective all-reduce (RING)"  # logical CPUs: RING, not NCCL
+    assert record["calls"] == child_checks.TIMED_CALLS == len(record["call_s"])
+    assert child_checks.MIN_COUNT <= record["per_call"] <= child_checks.MAX_COUNT
+    assert record["iterations"] == record["per_call"] * record["calls"]
+    # the per-operation time is the median call over its count: many all-reduces per host sync
+    median_call = sorted(record["call_s"])[1]
+    assert record["time_s"] == pytest.approx(median_call / record["per_call"]) and record["time_s"] > 0
+    assert record["algbw_gbps"] == pytest.approx(record["size_bytes"] / record["time_s"] / 1e9)
+    # nccl-tests' all-reduce busbw: algbw * 2(n-1)/n, 4/3 for three replicas
+    assert record["busbw_gbps"] == pytest.approx(record["algbw_gbps"] * 4 / 3)
+
+
+@pytest.mark.slow
+def test_each_all_reduce_of_the_loop_takes_the_previous_result(probes: dict[str, Any]) -> None:
+    # ones on three replicas: every round multiplies by 3, so `count` rounds really ran, one after the other
+    chained = probes["chained"]
+    assert chained == {
+        "0": [[1.0] * 4] * 3,
+        "1": [[3.0] * 4] * 3,
+        "3": [[27.0] * 4] * 3,
+    }
+
+
+@pytest.mark.slow
+def test_no_time_left_and_one_replica_time_nothing(probes: dict[str, Any]) -> None:
+    assert probes["no_time"]["ok"] and not probes["no_time"]["ran"]
+    assert probes["no_time"]["reason"] == "no time left before the deadline"
+    assert probes["one_replica"]["ok"] and not probes["one_replica"]["ran"]
+    assert "busbw_gbps" not in probes["one_replica"]
+
+
+def test_loop_count_fills_the_target_within_the_deadline() -> None:
+    target, calls = child_checks.CALL_TARGET_S, child_checks.TIMED_CALLS
+    # 1 ms per all-reduce, plenty of time: the call lasts CALL_TARGET_S
+    assert child_checks.loop_count(0.001, calls, 600.0) == round(target / 0.001)
+    # so fast that the target would need more than MAX_COUNT
+    assert child_checks.loop_count(1e-9, calls, 600.0) == child_checks.MAX_COUNT
+    # so slow that the target is below MIN_COUNT: MIN_COUNT, when the deadline allows it
+    assert child_checks.loop_count(1.0, calls, 600.0) == child_checks.MIN_COUNT
+    # the deadline caps it: 3 calls in half of 0.375 s at 1/1024 s: 64 each
+    assert child_checks.loop_count(2**-10, calls, 0.375) == 64
+    # not even MIN_COUNT fits before the deadline
+    assert child_checks.loop_count(0.1, calls, 1.0) is None
+
+
+def test_bus_bandwidth_is_nccl_tests_definition() -> None:
+    assert child_checks.bus_bandwidth(10.0, 2) == 10.0
+    assert child_checks.bus_bandwidth(10.0, 8) == pytest.approx(17.5)
