@@ -417,6 +417,7 @@ def test_oom_hint_and_tensorflows_message(monkeypatch: pytest.MonkeyPatch, tmp_p
     training = by_id["smoke.training"]
     assert training.summary == (
         "model.fit raised ResourceExhaustedError: OOM when allocating tensor with shape[64,1024]"
+        " (out of memory)"  # the recorded message names no device
     )
     assert "out of GPU memory" in training.hint
 

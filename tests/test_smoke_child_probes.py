@@ -12,11 +12,18 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tfdist_validate.smoke import child_checks
+from tfdist_validate.checks import smoke_verdicts as verdicts
+from tfdist_validate.context import Context, Deadline
+from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.result import Status
+from tfdist_validate.settings import Settings
+from tfdist_validate.smoke import child_checks, results
+from tfdist_validate.smoke.run import SmokeRun
 
 _PROBES = textwrap.dedent(
     """
@@ -106,3 +113,51 @@ def test_loop_count_fills_the_target_within_the_deadline() -> None:
 def test_bus_bandwidth_is_nccl_tests_definition() -> None:
     assert child_checks.bus_bandwidth(10.0, 2) == 10.0
     assert child_checks.bus_bandwidth(10.0, 8) == pytest.approx(17.5)
+
+
+# The child's strategy stage, for real, with a model whose weights no host can hold (2**40 float32: 4 TiB):
+# TensorFlow raises a real ResourceExhaustedError while the model is built in strategy.scope().
+_OOM_IN_SCOPE = textwrap.dedent(
+    """
+    import sys, time
+    import tensorflow as tf
+    from tfdist_validate.smoke import child, reference
+    from tfdist_validate.smoke.spec import ChildSpec
+
+    def absurd(tf):
+        return tf.keras.Sequential([tf.keras.Input((2**20,)), tf.keras.layers.Dense(2**20)])
+
+    reference.build_model = absurd
+    spec = ChildSpec(results_path=sys.argv[1], devices=None, cpu_replicas=2, epochs=1, per_replica_batch=16,
+                     allreduce_mib=1, budget_s=60)
+    child.run(tf, spec, child.Results(spec.results_path), time.monotonic() + 60)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_real_out_of_memory_in_the_strategy_scope_is_memory_not_a_collective(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", _OOM_IN_SCOPE, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    parsed = results.parse(path.read_text())
+    found = parsed.get("strategy")
+    assert found is not None and not found["ok"] and found["oom"]
+    assert found["error"].startswith("ResourceExhaustedError:") and "OOM when allocating" in found["error"]
+    assert found["error_device"] == "/job:localhost/replica:0/task:0/device:CPU:0"
+    assert "fit" not in parsed.stages  # nothing ran after the failed stage
+    run = SmokeRun(parsed, False, 0, tmp_path / "child.log", [], [], [])
+    ctx = Context(Settings(cpu_replicas=2), "run", {}, Deadline.after(60))
+    outcome = verdicts.strategy(found, run, ctx)  # type: ignore[arg-type]
+    assert (outcome.status, outcome.code) == (Status.FAIL, ExitCode.TRAINING_FAILED)
+    assert outcome.summary.startswith(
+        "out of memory on CPU:0 (host memory) while creating MirroredStrategy and building the model in its"
+        " scope: ResourceExhaustedError:"
+    )
+    assert "NCCL" not in outcome.hint

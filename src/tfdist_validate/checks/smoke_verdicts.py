@@ -4,11 +4,15 @@ function per check, and what a stage that never reported means (a hang, a death,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host.gpus import Gpu
+from tfdist_validate.host.visible import cuda_order
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
+from tfdist_validate.smoke import errors
 from tfdist_validate.smoke.records import (
     AllreduceRecord,
     BandwidthRecord,
@@ -112,7 +116,59 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
     )
 
 
+def _tf_gpu(k: int, found: Mapping[str, Any], ctx: Context) -> Gpu | None:
+    """The NVML GPU behind TensorFlow's GPU:k in the child, or None where that cannot be told.
+
+    The child made only --devices' GPUs visible (child._configure_gpus), and TensorFlow numbers the visible
+    ones in physical order: GPU:k is the k-th of them (the record's visible_gpus, where it got that far). The
+    physical order is CUDA's: PCI bus order, which the child is started with unless the user chose another
+    CUDA_DEVICE_ORDER, restricted by CUDA_VISIBLE_DEVICES (host/visible.py)."""
+    snapshot = ctx.facts.driver
+    if snapshot is None or ctx.env.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID") != "PCI_BUS_ID":
+        return None
+    order = cuda_order(snapshot.gpus, ctx.env.get("CUDA_VISIBLE_DEVICES"))
+    if order is None:
+        return None
+    named = [errors.gpu_index(name) for name in found.get("visible_gpus") or ()]
+    visible = [i for i in named if i is not None]
+    if not visible:
+        chosen = {errors.gpu_index(name) for name in ctx.settings.devices or ()}
+        visible = (
+            sorted(i for i in chosen if i is not None) if ctx.settings.devices else list(range(len(order)))
+        )
+    physical = visible[k] if k < len(visible) else None
+    return order[physical] if physical is not None and physical < len(order) else None
+
+
+def memory_device(found: Mapping[str, Any], ctx: Context) -> str:
+    """ " on <device>": the device an out-of-memory names, as a reader of this host knows it (TensorFlow's
+    GPU:k and the NVML GPU behind it, or the host's memory for a CPU device); "" where none is named."""
+    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
+    k = errors.gpu_index(device)
+    if k is None:
+        return f" on {_short_device(device)} (host memory)" if device else ""
+    gpu = _tf_gpu(k, found, ctx)
+    if gpu is None:
+        return f" on TensorFlow's GPU:{k}"
+    return f" on TensorFlow's GPU:{k} (NVML GPU {gpu.index}{', ' + gpu.name if gpu.name else ''})"
+
+
+_MEMORY_HINT = (
+    "the smoke model needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free it,"
+    " or pick free GPUs with --devices"
+)
+
+
 def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
+    if not found.get("ok") and (found.get("oom") or errors.looks_like_oom(str(found.get("error", "")))):
+        # memory, not the collective: an NCCL hint would send the reader the wrong way
+        return failed(
+            ExitCode.TRAINING_FAILED,
+            f"out of memory{memory_device(found, ctx)} while creating {_strategy_name(ctx)} and building"
+            f" the model in its scope: {first_line(str(found.get('error')))}",
+            _MEMORY_HINT,
+            {**found, **run.evidence()},
+        )
     if not found.get("ok"):
         return failed(
             ExitCode.COLLECTIVE_FAILED,
@@ -190,12 +246,16 @@ def _small_dev_shm(found: StrategyRecord, ctx: Context) -> str | None:
 def training(found: FitRecord, run: SmokeRun, ctx: Context) -> Outcome:
     if not found.get("ok"):
         error = str(found.get("error"))
-        hint = (
-            "out of GPU memory: look for other processes on the GPUs (`nvidia-smi`) or lower"
-            " --per-replica-batch"
-            if found.get("oom")
-            else f"TensorFlow's full message is in the report; the log: {run.log_path}"
-        )
+        if found.get("oom"):
+            # before the collective: a collective aborted by a replica that ran out of memory is memory too
+            return failed(
+                ExitCode.TRAINING_FAILED,
+                f"model.fit raised {first_line(error)} (out of memory{memory_device(found, ctx)})",
+                "out of GPU memory: look for other processes on the GPUs (`nvidia-smi`) or lower"
+                " --per-replica-batch",
+                found,
+            )
+        hint = f"TensorFlow's full message is in the report; the log: {run.log_path}"
         if found.get("collective"):
             # the all-reduce inside a training step failed, not the model: the more fundamental cause
             return failed(

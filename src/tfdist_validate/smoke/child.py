@@ -28,7 +28,7 @@ from typing import Any
 
 from tfdist_validate.jsonable import jsonable
 from tfdist_validate.probes import tf_facts
-from tfdist_validate.smoke import child_checks, child_multiworker, reference
+from tfdist_validate.smoke import child_checks, child_multiworker, errors, reference
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec
 
 
@@ -245,9 +245,22 @@ def _train(
     return fitted.history, timer.train_s
 
 
+def _failure(tf: Any, error: BaseException) -> dict[str, Any]:
+    """What a stage's record says about the exception that ended it: TensorFlow's message, whether it is an
+    out-of-memory (the exception's type, or TensorFlow's and CUDA's words for it) and the device it names."""
+    text = _error_text(error)
+    oom = isinstance(error, tf.errors.ResourceExhaustedError) or errors.looks_like_oom(text)
+    return {"error": text, "oom": oom, "error_device": errors.error_device(text)}
+
+
+def _names(gpus: list[Any]) -> list[str]:
+    return [gpu.name for gpu in gpus]
+
+
 def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.stage = "strategy"
     requested = spec.strategy_devices()
+    visible: list[Any] = []
     try:
         visible, strategy_devices = _setup_devices(tf, spec)
         tf.keras.utils.set_random_seed(SEED)
@@ -260,7 +273,13 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         with strategy.scope():
             model = reference.build_model(tf)
     except Exception as error:
-        results.write("strategy", ok=False, requested_devices=requested, error=_error_text(error))
+        results.write(
+            "strategy",
+            ok=False,
+            requested_devices=requested,
+            **_failure(tf, error),
+            visible_gpus=_names(visible),
+        )
         return
     results.write(
         "strategy",
@@ -277,7 +296,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         cross_device_ops=child_checks.describe_cross_device_ops(strategy),
         tensorflow_version=tf.__version__,
         dev_shm_bytes=dev_shm_bytes(),
-        visible_gpus=[gpu.name for gpu in visible],
+        visible_gpus=_names(visible),
     )
     print(f"replicas={strategy.num_replicas_in_sync}", flush=True)
     print(f"global_batch={global_batch}", flush=True)
@@ -287,10 +306,7 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     try:
         history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds))
     except Exception as error:
-        oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
-        results.write(
-            "fit", ok=False, error=_error_text(error), oom=oom, collective=_is_collective(tf, error)
-        )
+        results.write("fit", ok=False, **_failure(tf, error), collective=_is_collective(tf, error))
         # every stage writes a result, in order, so the parent can always tell where a child stopped
         results.write("sync", ran=False, ok=False, reason="model.fit failed: no trained variables to compare")
     else:

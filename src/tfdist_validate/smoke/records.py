@@ -14,6 +14,10 @@ from typing import Any, TypedDict
 class StrategyRecord(TypedDict, total=False):
     ok: bool
     error: str  # when not ok: TensorFlow's message
+    # when not ok: TensorFlow or CUDA ran out of memory (creating the strategy, building the model in its
+    # scope), and the device TensorFlow's message names (smoke/errors.py)
+    oom: bool
+    error_device: str | None
     strategy: str  # "MirroredStrategy" / "MultiWorkerMirroredStrategy"
     replicas: int
     devices: list[str]
@@ -47,7 +51,8 @@ class EpochRow(TypedDict):
 class FitRecord(TypedDict, total=False):
     ok: bool
     error: str
-    oom: bool  # TensorFlow said ResourceExhausted / OOM
+    oom: bool  # TensorFlow said ResourceExhausted / OOM (smoke/errors.py)
+    error_device: str | None  # the device TensorFlow's message names
     collective: bool  # the error came from the cross-replica communication
     epochs: list[EpochRow]
     final_val_binary_accuracy: float
