@@ -28,6 +28,8 @@ _DOING = {
     "strategy": "creating the distribution strategy and building the model in its scope",
     "fit": "model.fit",
     "sync": "comparing the replicas' variables",
+    "conv": "the convolution probe (cuDNN on GPUs)",
+    "prefetch": "the pass through the distributed dataset",
     "allreduce": "the exact all-reduce",
     "bandwidth": "the timed all-reduce",
 }
@@ -36,6 +38,8 @@ _DIED_CODE = {
     "strategy": ExitCode.COLLECTIVE_FAILED,
     "fit": ExitCode.TRAINING_FAILED,
     "sync": ExitCode.RESULT_MISMATCH,
+    "conv": ExitCode.TRAINING_FAILED,
+    "prefetch": ExitCode.TRAINING_FAILED,
     "allreduce": ExitCode.COLLECTIVE_FAILED,
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
@@ -74,7 +78,7 @@ def _strategy_name(ctx: Context) -> str:
     return "MultiWorkerMirroredStrategy" if multi else "MirroredStrategy"
 
 
-def _short_device(name: str) -> str:
+def short_device(name: str) -> str:
     return name.rsplit("device:", 1)[-1]
 
 
@@ -140,20 +144,20 @@ def _tf_gpu(k: int, found: Mapping[str, Any], ctx: Context) -> Gpu | None:
     return order[physical] if physical is not None and physical < len(order) else None
 
 
-def memory_device(found: Mapping[str, Any], ctx: Context) -> str:
+def device_named(found: Mapping[str, Any], ctx: Context) -> str:
     """ " on <device>": the device an out-of-memory names, as a reader of this host knows it (TensorFlow's
     GPU:k and the NVML GPU behind it, or the host's memory for a CPU device); "" where none is named."""
     device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
     k = errors.gpu_index(device)
     if k is None:
-        return f" on {_short_device(device)} (host memory)" if device else ""
+        return f" on {short_device(device)} (host memory)" if device else ""
     gpu = _tf_gpu(k, found, ctx)
     if gpu is None:
         return f" on TensorFlow's GPU:{k}"
     return f" on TensorFlow's GPU:{k} (NVML GPU {gpu.index}{', ' + gpu.name if gpu.name else ''})"
 
 
-_MEMORY_HINT = (
+MEMORY_HINT = (
     "the smoke model needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free it,"
     " or pick free GPUs with --devices"
 )
@@ -164,9 +168,9 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
         # memory, not the collective: an NCCL hint would send the reader the wrong way
         return failed(
             ExitCode.TRAINING_FAILED,
-            f"out of memory{memory_device(found, ctx)} while creating {_strategy_name(ctx)} and building"
+            f"out of memory{device_named(found, ctx)} while creating {_strategy_name(ctx)} and building"
             f" the model in its scope: {first_line(str(found.get('error')))}",
-            _MEMORY_HINT,
+            MEMORY_HINT,
             {**found, **run.evidence()},
         )
     if not found.get("ok"):
@@ -210,7 +214,7 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
                 "give each worker more GPUs, or lower --min-gpus",
                 found,
             )
-    devices = ", ".join(_short_device(d) for d in found["devices"])
+    devices = ", ".join(short_device(d) for d in found["devices"])
     if "workers" in found:
         devices = f"{devices} on {found['task']}, {found['workers']} workers"
     summary = (
@@ -250,7 +254,7 @@ def training(found: FitRecord, run: SmokeRun, ctx: Context) -> Outcome:
             # before the collective: a collective aborted by a replica that ran out of memory is memory too
             return failed(
                 ExitCode.TRAINING_FAILED,
-                f"model.fit raised {first_line(error)} (out of memory{memory_device(found, ctx)})",
+                f"model.fit raised {first_line(error)} (out of memory{device_named(found, ctx)})",
                 "out of GPU memory: look for other processes on the GPUs (`nvidia-smi`) or lower"
                 " --per-replica-batch",
                 found,

@@ -247,14 +247,17 @@ def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> AllreduceRecord:
 
 
 # The timed all-reduce loop (allreduce_bandwidth). One call of the loop should last about this long: long
-# enough that its one dispatch and one host sync are noise beside the all-reduces inside it.
-CALL_TARGET_S = 0.1
-TIMED_CALLS = 3  # timed calls; the median call gives the per-operation time
+# enough that its one dispatch and one host sync (about a millisecond on a CPU host, less on a GPU's stream)
+# are noise beside the all-reduces inside it, short enough that several calls fit between the bursts of
+# other work a shared machine has: their median is the figure.
+CALL_TARGET_S = 0.02
+TIMED_CALLS = 7
 PROBE_COUNT = 10  # all-reduces in the call that sizes the timed calls
 MIN_COUNT, MAX_COUNT = 20, 100_000
 # Across workers every member must run the same collectives, so a multi-worker run cannot size its calls
-# from its own warm-up (workers would disagree): fixed counts, the same on every worker.
-MULTI_WORKER_COUNT = 10
+# from its own warm-up (workers would disagree): fixed counts, the same on every worker (and fewer calls:
+# each all-reduce crosses the network).
+MULTI_WORKER_COUNT, MULTI_WORKER_CALLS = 10, 3
 
 
 def _wait_for(strategy: Any, outputs: Any) -> None:
@@ -336,12 +339,14 @@ def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> 
         _timed_call(tf, strategy, loop, buffers, 1)  # tracing and collective setup are not bandwidth
         if fixed:
             count: int | None = MULTI_WORKER_COUNT
+            repeats = MULTI_WORKER_CALLS
         else:
             probe = _timed_call(tf, strategy, loop, buffers, PROBE_COUNT) / PROBE_COUNT
             count = loop_count(probe, TIMED_CALLS, deadline - time.monotonic())
+            repeats = TIMED_CALLS
         if count is None:
             return {**report, "ran": False, "ok": True, "reason": "no time left before the deadline"}
-        calls = [_timed_call(tf, strategy, loop, buffers, count) for _ in range(TIMED_CALLS)]
+        calls = [_timed_call(tf, strategy, loop, buffers, count) for _ in range(repeats)]
     except Exception as error:
         return {**report, "ok": False, "error": f"{type(error).__name__}: {error}"}
     seconds = statistics.median(calls) / count
@@ -350,9 +355,9 @@ def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> 
         **report,
         "ok": True,
         "per_call": count,
-        "calls": TIMED_CALLS,
+        "calls": repeats,
         "call_s": calls,
-        "iterations": count * TIMED_CALLS,  # all-reduces timed
+        "iterations": count * repeats,  # all-reduces timed
         "time_s": seconds,  # per all-reduce: the median call's time divided by its count
         "algbw_gbps": algbw,
         "busbw_gbps": bus_bandwidth(algbw, replicas),

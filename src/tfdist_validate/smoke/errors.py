@@ -19,6 +19,7 @@ The phrases are TensorFlow's and CUDA's own, as public reports show them:
 from __future__ import annotations
 
 import re
+from typing import Any, TypedDict
 
 _OOM = re.compile(
     r"OOM when allocating|RESOURCE_EXHAUSTED|ResourceExhausted|CUDA_ERROR_OUT_OF_MEMORY|failed to allocate"
@@ -65,3 +66,25 @@ def gpu_index(device: str | None) -> int | None:
         return None
     found = _GPU_INDEX.search(device)
     return int(found.group(1)) if found else None
+
+
+def error_text(error: BaseException) -> str:
+    """TensorFlow's own message, as the contract asks for 40 / 41; its first line names the op and device."""
+    return f"{type(error).__name__}: {error}".strip()
+
+
+class Failure(TypedDict):
+    """The keys a stage record gets from the exception that ended it (smoke/records.py)."""
+
+    error: str
+    oom: bool
+    error_device: str | None
+
+
+def failure_fields(tf: Any, error: BaseException) -> Failure:
+    """What a stage's record says about the exception that ended it: TensorFlow's message, whether it is an
+    out-of-memory (the exception's type, or TensorFlow's and CUDA's words for it) and the device it names.
+    `tf` is the child's TensorFlow module (this module imports none)."""
+    text = error_text(error)
+    oom = isinstance(error, tf.errors.ResourceExhaustedError) or looks_like_oom(text)
+    return {"error": text, "oom": oom, "error_device": error_device(text)}

@@ -118,6 +118,44 @@ class BandwidthRecord(TypedDict, total=False):
     busbw_gbps: float  # algbw * 2(n-1)/n
 
 
+class ConvRecord(TypedDict, total=False):
+    """child_probes.conv_probe: one Conv2D forward and backward on every replica (cuDNN on GPUs)."""
+
+    ran: bool
+    ok: bool
+    reason: str
+    error: str
+    oom: bool
+    error_device: str | None
+    replicas: int
+    library: str  # "cuDNN", or TensorFlow's CPU kernels in a dry run
+    input_shape: list[int]
+    kernel_shape: list[int]
+    results: int  # local replicas that returned the output and both gradients
+    max_rel_error: float  # the worst of output and gradients against numpy, relative to the largest value
+    tolerance: float
+
+
+class PrefetchRecord(TypedDict, total=False):
+    """child_probes.prefetch_pass: the validation set once through experimental_distribute_dataset."""
+
+    ran: bool
+    ok: bool
+    reason: str
+    error: str
+    oom: bool
+    error_device: str | None
+    replicas: int
+    devices: list[str]  # the replicas' devices
+    landed_on: list[str]  # the device each replica's first batch was in when the step received it
+    batches: int
+    rows: int
+    expected_rows: int
+    correct: int
+    val_binary_accuracy: float
+    fit_val_binary_accuracy: float  # fit's last epoch, on the same rows with the same weights
+
+
 # What the report's `smoke` block takes from each stage record: whole records for the checks of our own,
 # and the facts of the reference's lines (strategy, training) key by key.
 REPORTED_KEYS: dict[str, tuple[str, ...]] = {
@@ -133,12 +171,14 @@ REPORTED_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "fit": ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"),
 }
-REPORTED_WHOLE: tuple[str, ...] = ("sync", "allreduce", "bandwidth")
+REPORTED_WHOLE: tuple[str, ...] = ("sync", "conv", "prefetch", "allreduce", "bandwidth")
 
 RECORDS: dict[str, type] = {
     "strategy": StrategyRecord,
     "fit": FitRecord,
     "sync": SyncRecord,
+    "conv": ConvRecord,
+    "prefetch": PrefetchRecord,
     "allreduce": AllreduceRecord,
     "bandwidth": BandwidthRecord,
 }
