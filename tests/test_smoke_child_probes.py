@@ -137,11 +137,11 @@ def test_loop_count_fills_the_target_within_the_deadline() -> None:
     assert child_checks.loop_count(1e-9, calls, 600.0) == child_checks.MAX_COUNT
     # so slow that the target is below MIN_COUNT: MIN_COUNT, when the deadline allows it
     assert child_checks.loop_count(0.1, calls, 600.0) == child_checks.MIN_COUNT
-    # the deadline caps it: 7 calls in half of 0.21875 s at 1/4096 s: 64 each (the target would take 82)
+    # the deadline caps it: 5 calls in half of 0.15625 s at 1/4096 s: 64 each (the target would take 82)
     assert child_checks.loop_count(2**-12, calls, 600.0) == 82
-    assert child_checks.loop_count(2**-12, calls, 0.21875) == 64
+    assert child_checks.loop_count(2**-12, calls, 0.15625) == 64
     # not even MIN_COUNT fits before the deadline
-    assert child_checks.loop_count(0.1, calls, 20.0) is None
+    assert child_checks.loop_count(0.1, calls, 5.0) is None
 
 
 def test_bus_bandwidth_is_nccl_tests_definition() -> None:

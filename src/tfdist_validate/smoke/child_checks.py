@@ -251,9 +251,9 @@ def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> AllreduceRecord:
 # are noise beside the all-reduces inside it, short enough that several calls fit between the bursts of
 # other work a shared machine has: their median is the figure.
 CALL_TARGET_S = 0.02
-TIMED_CALLS = 7
+TIMED_CALLS = 5
 PROBE_COUNT = 10  # all-reduces in the call that sizes the timed calls
-MIN_COUNT, MAX_COUNT = 20, 100_000
+MIN_COUNT, MAX_COUNT = 10, 100_000
 # Across workers every member must run the same collectives, so a multi-worker run cannot size its calls
 # from its own warm-up (workers would disagree): fixed counts, the same on every worker (and fewer calls:
 # each all-reduce crosses the network).
