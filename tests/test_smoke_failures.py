@@ -140,3 +140,4 @@ def test_a_cpu_or_unnamed_device(device: str | None, tmp_path: Path) -> None:
     assert outcome.code == ExitCode.TRAINING_FAILED
     where = " on CPU:0 (host memory)" if device else ""
     assert f"out of memory{where} while creating MirroredStrategy" in outcome.summary
+    assert ("the host ran out of memory" in outcome.hint) == (device is not None)

@@ -5,7 +5,7 @@ failure's text says (memory, device, cuDNN) is read as in checks/smoke_verdicts.
 
 from __future__ import annotations
 
-from tfdist_validate.checks.smoke_verdicts import MEMORY_HINT, device_named, first_line, short_device
+from tfdist_validate.checks.smoke_verdicts import device_named, first_line, memory_hint, short_device
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
@@ -36,7 +36,7 @@ def convolution(found: ConvRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return failed(
                 ExitCode.TRAINING_FAILED,
                 f"out of memory{where} running {what}: {error}",
-                MEMORY_HINT,
+                memory_hint(found),
                 {**found, **run.evidence()},
             )
         if library == "cuDNN":
@@ -78,7 +78,7 @@ def device_input(found: PrefetchRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return failed(
                 ExitCode.TRAINING_FAILED,
                 f"out of memory{device_named(found, ctx)} reading {how}: {error}",
-                MEMORY_HINT,
+                memory_hint(found),
                 {**found, **run.evidence()},
             )
         return failed(

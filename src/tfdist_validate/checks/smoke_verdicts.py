@@ -157,10 +157,16 @@ def device_named(found: Mapping[str, Any], ctx: Context) -> str:
     return f" on TensorFlow's GPU:{k} (NVML GPU {gpu.index}{', ' + gpu.name if gpu.name else ''})"
 
 
-MEMORY_HINT = (
-    "the smoke model needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free it,"
-    " or pick free GPUs with --devices"
-)
+def memory_hint(found: Mapping[str, Any]) -> str:
+    """What to do about an out-of-memory: the GPU's holders, or the host's memory where a CPU device (a dry
+    run) ran out."""
+    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
+    if device is not None and errors.gpu_index(device) is None:
+        return "the host ran out of memory: check `free -m` and the container's or pod's memory limit"
+    return (
+        "the smoke test needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free"
+        " it, or pick free GPUs with --devices"
+    )
 
 
 def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
@@ -170,7 +176,7 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
             ExitCode.TRAINING_FAILED,
             f"out of memory{device_named(found, ctx)} while creating {_strategy_name(ctx)} and building"
             f" the model in its scope: {first_line(str(found.get('error')))}",
-            MEMORY_HINT,
+            memory_hint(found),
             {**found, **run.evidence()},
         )
     if not found.get("ok"):
