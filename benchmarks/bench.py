@@ -11,7 +11,8 @@ CPU time (user + system of the whole tree) is printed too: on a machine shared w
 less than wall time, and it shows whether a gain is less work or only more overlap.
 
 Then (or only, with --diagnose-only) the `diagnose` scan of a big training log against plain line iteration
-(benchmarks/diagnose_scan.py).
+(benchmarks/diagnose_scan.py), and the bandwidth check's all-reduce figure against the same collective timed
+inside one traced call (benchmarks/allreduce_loop.py, in its own process).
 
 Usage: python benchmarks/bench.py [--runs N] [--diagnose-mb MB] [--diagnose-only]   (make bench)
 """
@@ -178,6 +179,15 @@ def main() -> int:
     diagnose_ok = diagnose_scan.run(args.diagnose_mb, min(args.runs, 3))
     if args.diagnose_only:
         return 0 if diagnose_ok else 1
+    allreduce = subprocess.run(
+        [sys.executable, str(HERE / "allreduce_loop.py"), "--runs", str(args.runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,  # TensorFlow's log
+        text=True,
+        check=False,
+    )
+    print(allreduce.stdout, end="")
+    cases_ok = diagnose_ok and allreduce.returncode == 0
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("TFDIST_")}
     env.update(NO_COLOR="1", TFDIST_TERMINATION_LOG="/dev/null")
@@ -229,7 +239,7 @@ def main() -> int:
             f"warning: {len(failed_runs)} run(s) exited non-zero; the figures above are not a healthy verdict"
         )
         return 1
-    return 0 if diagnose_ok else 1
+    return 0 if cases_ok else 1
 
 
 def print_ratios(name: str, ours: list[Sample], ref: list[Sample], targets: bool) -> None:

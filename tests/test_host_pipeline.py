@@ -72,7 +72,7 @@ GOLDEN_NO_GPU_FOLDED = (
     _HEAD
     + """\
   SKIP  cluster.tf_config            single host: TF_CONFIG is not set, so MirroredStrategy runs on this host only
-  SKIP  15 checks                    not run because runtime.gpu_access failed (-v lists them)
+  SKIP  17 checks                    not run because runtime.gpu_access failed (-v lists them)
 """  # noqa: E501
     + _TAIL
 )
@@ -91,6 +91,8 @@ GOLDEN_NO_GPU_VERBOSE = (
   SKIP  cluster.tf_config            single host: TF_CONFIG is not set, so MirroredStrategy runs on this host only
   SKIP  smoke.strategy               not run: needs devices.count, which was not run either (because of tensorflow.import)
   SKIP  smoke.training               not run: needs smoke.strategy, which was not run either (because of devices.count)
+  SKIP  smoke.convolution            not run: needs smoke.strategy, which was not run either (because of devices.count)
+  SKIP  smoke.device_input           not run: needs smoke.training, which was not run either (because of smoke.strategy)
   SKIP  smoke.replicas_in_sync       not run: needs smoke.training, which was not run either (because of smoke.strategy)
   SKIP  smoke.allreduce_exact        not run: needs smoke.strategy, which was not run either (because of devices.count)
   SKIP  smoke.accuracy               not run: needs smoke.training, which was not run either (because of smoke.strategy)
@@ -119,7 +121,7 @@ def test_golden_summary_of_a_container_without_gpus(
     assert result.stdout == ""
     # the JSON report is not folded: every check, each skipped one with what blocked it
     checks = result.report["checks"]
-    assert len(checks) == 18 and sum(1 for c in checks if c["blocked_by"]) == 15
+    assert len(checks) == 20 and sum(1 for c in checks if c["blocked_by"]) == 17
 
 
 NO_TF_SCRIPT = """

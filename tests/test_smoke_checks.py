@@ -28,7 +28,8 @@ from tfdist_validate.verdict import decide
 
 CPU = "/job:localhost/replica:0/task:0/device:CPU:"
 
-# Recorded: the results.jsonl of a real `tfdist-validate run --cpu-replicas 2` (bandwidth rounded).
+# Recorded: the results.jsonl of a real `tfdist-validate run --cpu-replicas 2` (bandwidth: of a real run with
+# --allreduce-mib 64, rounded).
 RECORDED: list[dict[str, Any]] = [
     {
         "stage": "strategy",
@@ -91,6 +92,32 @@ RECORDED: list[dict[str, Any]] = [
         "not_mirrored": [],
     },
     {
+        "stage": "conv",
+        "ran": True,
+        "replicas": 2,
+        "library": "TensorFlow's CPU kernels (no cuDNN)",
+        "input_shape": [4, 16, 16, 8],
+        "kernel_shape": [3, 3, 8, 16],
+        "ok": True,
+        "results": 2,
+        "max_rel_error": 0.0,
+        "tolerance": 0.01,
+    },
+    {
+        "stage": "prefetch",
+        "ran": True,
+        "replicas": 2,
+        "ok": True,
+        "devices": [CPU + "0", CPU + "1"],
+        "landed_on": [CPU + "0", CPU + "1"],
+        "batches": 4,
+        "rows": 128,
+        "expected_rows": 128,
+        "correct": 123,
+        "val_binary_accuracy": 0.9609375,
+        "fit_val_binary_accuracy": 0.9609375,
+    },
+    {
         "stage": "allreduce",
         "ran": True,
         "ok": True,
@@ -107,11 +134,17 @@ RECORDED: list[dict[str, Any]] = [
         "ran": True,
         "replicas": 2,
         "size_bytes": 67108864,
+        "method": "all-reduces chained in one tf.function (tf.while_loop around strategy.run), one host sync"
+        " per call",
+        "implementation": "collective all-reduce (RING)",
         "ok": True,
-        "iterations": 20,
-        "time_s": 0.0413,
-        "algbw_gbps": 1.62,
-        "busbw_gbps": 1.62,
+        "per_call": 20,
+        "calls": 3,
+        "call_s": [0.5557, 0.4928, 0.4292],
+        "iterations": 60,
+        "time_s": 0.02464,
+        "algbw_gbps": 2.72,
+        "busbw_gbps": 2.72,
     },
     {"stage": "done"},
 ]
@@ -159,6 +192,10 @@ def judge(
 
 Scenario = Callable[[Path], SmokeRun]
 OOM_ERROR = "ResourceExhaustedError: OOM when allocating tensor with shape[64,1024]"
+CUDNN_ERROR = (
+    "UnknownError: Failed to get convolution algorithm. This is probably because cuDNN failed to initialize,"
+    " so try looking to see if a warning log message was printed above."
+)
 PASS, SKIP, FAIL, WARN = Status.PASS, Status.SKIP, Status.FAIL, Status.WARN
 
 # name -> (run, settings, verdict, {check id: (status, code)})
@@ -167,7 +204,16 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any], ExitCode, dict[str, tuple[S
         lambda tmp: _run(_records(), tmp=tmp),
         {},
         ExitCode.OK,
-        {c: (PASS, ExitCode.OK) for c in ("smoke.strategy", "smoke.accuracy", "smoke.allreduce_bandwidth")},
+        {
+            c: (PASS, ExitCode.OK)
+            for c in (
+                "smoke.strategy",
+                "smoke.convolution",
+                "smoke.device_input",
+                "smoke.accuracy",
+                "smoke.allreduce_bandwidth",
+            )
+        },
     ),
     "strategy cannot be created": (
         lambda tmp: _run(
@@ -209,7 +255,9 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any], ExitCode, dict[str, tuple[S
                 *_records(drop_from="fit"),
                 {"stage": "fit", "ok": False, "oom": True, "error": OOM_ERROR},
                 {"stage": "sync", "ran": False, "ok": False, "reason": "model.fit failed"},
-                *_records()[3:],
+                _records()[3],  # the convolution needs only the strategy
+                {"stage": "prefetch", "ran": False, "ok": False, "reason": "model.fit failed"},
+                *_records()[5:],
             ],
             tmp=tmp,
         ),
@@ -218,8 +266,59 @@ SCENARIOS: dict[str, tuple[Scenario, dict[str, Any], ExitCode, dict[str, tuple[S
         {
             "smoke.training": (FAIL, ExitCode.TRAINING_FAILED),
             "smoke.replicas_in_sync": (SKIP, ExitCode.OK),
-            "smoke.allreduce_exact": (PASS, ExitCode.OK),  # judged anyway: it needs only the strategy
+            "smoke.device_input": (SKIP, ExitCode.OK),  # no trained model to evaluate
+            "smoke.convolution": (PASS, ExitCode.OK),  # judged anyway: it needs only the strategy
+            "smoke.allreduce_exact": (PASS, ExitCode.OK),
         },
+    ),
+    # tensorflow/tensorflow#38929: cuDNN cannot start on a GPU host
+    "cuDNN fails the convolution": (
+        lambda tmp: _run(_records(conv={"library": "cuDNN", "ok": False, "error": CUDNN_ERROR}), tmp=tmp),
+        {"cpu_replicas": None},
+        ExitCode.TF_NO_GPU,
+        {"smoke.convolution": (FAIL, ExitCode.TF_NO_GPU), "smoke.training": (PASS, ExitCode.OK)},
+    ),
+    "the convolution runs out of memory": (
+        lambda tmp: _run(
+            _records(conv={"library": "cuDNN", "ok": False, "oom": True, "error": OOM_ERROR}), tmp=tmp
+        ),
+        {"cpu_replicas": None},
+        ExitCode.TRAINING_FAILED,
+        {"smoke.convolution": (FAIL, ExitCode.TRAINING_FAILED)},
+    ),
+    "the convolution computes wrong numbers": (
+        lambda tmp: _run(_records(conv={"ok": False, "max_rel_error": 0.5}), tmp=tmp),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.convolution": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "the distributed dataset loses rows": (
+        lambda tmp: _run(_records(prefetch={"ok": False, "rows": 96, "correct": 92}), tmp=tmp),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.device_input": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "the distributed dataset's rows score differently": (
+        lambda tmp: _run(
+            _records(prefetch={"ok": False, "correct": 120, "val_binary_accuracy": 0.9375}), tmp=tmp
+        ),
+        {},
+        ExitCode.RESULT_MISMATCH,
+        {"smoke.device_input": (FAIL, ExitCode.RESULT_MISMATCH)},
+    ),
+    "the batches were not prefetched to the devices": (
+        lambda tmp: _run(_records(prefetch={"ok": False, "landed_on": [CPU + "0", CPU + "0"]}), tmp=tmp),
+        {},
+        ExitCode.OK,
+        {"smoke.device_input": (WARN, ExitCode.OK)},
+    ),
+    "the distributed dataset raises": (
+        lambda tmp: _run(
+            _records(prefetch={"ok": False, "oom": False, "error": "InternalError: iterator"}), tmp=tmp
+        ),
+        {},
+        ExitCode.TRAINING_FAILED,
+        {"smoke.device_input": (FAIL, ExitCode.TRAINING_FAILED)},
     ),
     "replicas out of sync": (
         lambda tmp: _run(
@@ -367,6 +466,30 @@ def test_the_healthy_summaries_say_what_was_proven(monkeypatch: pytest.MonkeyPat
         " all-reduce: collective all-reduce (RING); the model was built in its scope"
     )
     assert by_id["smoke.accuracy"].summary == "final val_binary_accuracy 0.9609 >= 0.9"
+    assert by_id["smoke.convolution"].summary == (
+        "a Conv2D of a 4x16x16x8 input, forward and backward, with TensorFlow's CPU kernels (no cuDNN) on"
+        " all 2 replica(s) matches numpy exactly"
+    )
+    assert by_id["smoke.device_input"].summary == (
+        "the validation set through experimental_distribute_dataset: 4 batches, 128 rows on CPU:0, CPU:1,"
+        " val_binary_accuracy 0.9609 as in fit, each replica's batch prefetched to its device"
+    )
+    assert by_id["smoke.allreduce_bandwidth"].summary == (
+        "64 MiB all-reduce on 2 replicas (collective all-reduce (RING)): algbw 2.72 GB/s, busbw 2.72 GB/s,"
+        " 24.640 ms per all-reduce (3 calls of 20 chained all-reduces) (CPU dry run: memory copies, not GPU"
+        " links)"
+    )
+
+
+def test_a_bandwidth_record_of_an_older_version_is_still_judged(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # before the timed loop, one all-reduce per call: no per_call, calls, method or implementation
+    old = {"ran": True, "replicas": 2, "size_bytes": 67108864, "ok": True, "iterations": 20, "time_s": 0.0413}
+    old.update(algbw_gbps=1.62, busbw_gbps=1.62)
+    records = [r if r["stage"] != "bandwidth" else {"stage": "bandwidth", **old} for r in _records()]
+    by_id, code = judge(monkeypatch, _run(records, tmp=tmp_path))
+    assert code == ExitCode.OK
     assert by_id["smoke.allreduce_bandwidth"].summary == (
         "64 MiB all-reduce on 2 replicas (collective all-reduce (RING)): algbw 1.62 GB/s, busbw 1.62 GB/s"
         " (CPU dry run: memory copies, not GPU links)"
@@ -394,6 +517,7 @@ def test_oom_hint_and_tensorflows_message(monkeypatch: pytest.MonkeyPatch, tmp_p
     training = by_id["smoke.training"]
     assert training.summary == (
         "model.fit raised ResourceExhaustedError: OOM when allocating tensor with shape[64,1024]"
+        " (out of memory)"  # the recorded message names no device
     )
     assert "out of GPU memory" in training.hint
 

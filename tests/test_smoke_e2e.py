@@ -135,6 +135,8 @@ def test_two_cpu_replicas_reproduce_the_reference_table(tmp_path: Path) -> None:
     bandwidth = smoke["bandwidth"]
     assert bandwidth["size_bytes"] == DRY_RUN_ALLREDUCE_MIB * 2**20  # a dry run's default size
     assert bandwidth["busbw_gbps"] == pytest.approx(bandwidth["algbw_gbps"])  # 2(n-1)/n = 1 for n = 2
+    # many all-reduces per traced call: the per-operation time is the call's, divided by its count
+    assert bandwidth["iterations"] == bandwidth["per_call"] * bandwidth["calls"] > bandwidth["calls"]
     assert smoke["cross_device_ops"]["class"] == "CollectiveAllReduce"
     assert smoke["cross_device_ops"]["requested"] == "tensorflow"  # not WSL2: TensorFlow's own choice
     assert smoke["child"]["exit_status"] == 0 and not smoke["child"]["timed_out"]

@@ -1,4 +1,4 @@
-"""The smoke-test checks: one child run per validation (smoke/run.py), judged by six checks
+"""The smoke-test checks: one child run per validation (smoke/run.py), judged by eight checks
 (checks/smoke_verdicts.py); a failure is explained from the child's log (diagnose) and, across workers, by
 which peer could not be reached.
 
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar, cast
 
-from tfdist_validate.checks import smoke_verdicts as verdicts
+from tfdist_validate.checks import smoke_probes, smoke_verdicts as verdicts
 from tfdist_validate.cluster import peers
 from tfdist_validate.context import Context
 from tfdist_validate.diagnose import Diagnosis, diagnose_file
@@ -27,6 +27,8 @@ CHECK_OF_STAGE = {
     "strategy": "smoke.strategy",
     "fit": "smoke.training",
     "sync": "smoke.replicas_in_sync",
+    "conv": "smoke.convolution",
+    "prefetch": "smoke.device_input",
     "allreduce": "smoke.allreduce_exact",
     "bandwidth": "smoke.allreduce_bandwidth",
 }
@@ -116,6 +118,18 @@ def checks(requires: tuple[str, ...] = ()) -> list[Check]:
         ),
         Check(
             CHECK_OF_STAGE["fit"], Layer.TRAINING, smoke.judge("fit", verdicts.training), ("smoke.strategy",)
+        ),
+        Check(
+            CHECK_OF_STAGE["conv"],
+            Layer.TRAINING,
+            smoke.judge("conv", smoke_probes.convolution),
+            ("smoke.strategy",),
+        ),
+        Check(
+            CHECK_OF_STAGE["prefetch"],
+            Layer.TRAINING,
+            smoke.judge("prefetch", smoke_probes.device_input),
+            ("smoke.training",),
         ),
         Check(
             CHECK_OF_STAGE["sync"],

@@ -4,14 +4,17 @@ function per check, and what a stage that never reported means (a hang, a death,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tfdist_validate.checks import ptx_jit
 from tfdist_validate.checks.gpu_capabilities import jit_capabilities
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
+from tfdist_validate.host.gpus import Gpu
+from tfdist_validate.host.visible import cuda_order
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
-from tfdist_validate.smoke import cross_device
+from tfdist_validate.smoke import cross_device, errors
 from tfdist_validate.smoke.records import (
     AllreduceRecord,
     BandwidthRecord,
@@ -27,6 +30,8 @@ _DOING = {
     "strategy": "creating the distribution strategy and building the model in its scope",
     "fit": "model.fit",
     "sync": "comparing the replicas' variables",
+    "conv": "the convolution probe (cuDNN on GPUs)",
+    "prefetch": "the pass through the distributed dataset",
     "allreduce": "the exact all-reduce",
     "bandwidth": "the timed all-reduce",
 }
@@ -35,6 +40,8 @@ _DIED_CODE = {
     "strategy": ExitCode.COLLECTIVE_FAILED,
     "fit": ExitCode.TRAINING_FAILED,
     "sync": ExitCode.RESULT_MISMATCH,
+    "conv": ExitCode.TRAINING_FAILED,
+    "prefetch": ExitCode.TRAINING_FAILED,
     "allreduce": ExitCode.COLLECTIVE_FAILED,
     "bandwidth": ExitCode.COLLECTIVE_FAILED,
 }
@@ -100,7 +107,7 @@ def _strategy_name(ctx: Context) -> str:
     return "MultiWorkerMirroredStrategy" if multi else "MirroredStrategy"
 
 
-def _short_device(name: str) -> str:
+def short_device(name: str) -> str:
     return name.rsplit("device:", 1)[-1]
 
 
@@ -146,7 +153,65 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
     )
 
 
+def _tf_gpu(k: int, found: Mapping[str, Any], ctx: Context) -> Gpu | None:
+    """The NVML GPU behind TensorFlow's GPU:k in the child, or None where that cannot be told.
+
+    The child made only --devices' GPUs visible (child._configure_gpus), and TensorFlow numbers the visible
+    ones in physical order: GPU:k is the k-th of them (the record's visible_gpus, where it got that far). The
+    physical order is CUDA's: PCI bus order, which the child is started with unless the user chose another
+    CUDA_DEVICE_ORDER, restricted by CUDA_VISIBLE_DEVICES (host/visible.py)."""
+    snapshot = ctx.facts.driver
+    if snapshot is None or ctx.env.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID") != "PCI_BUS_ID":
+        return None
+    order = cuda_order(snapshot.gpus, ctx.env.get("CUDA_VISIBLE_DEVICES"))
+    if order is None:
+        return None
+    named = [errors.gpu_index(name) for name in found.get("visible_gpus") or ()]
+    visible = [i for i in named if i is not None]
+    if not visible:
+        chosen = {errors.gpu_index(name) for name in ctx.settings.devices or ()}
+        visible = (
+            sorted(i for i in chosen if i is not None) if ctx.settings.devices else list(range(len(order)))
+        )
+    physical = visible[k] if k < len(visible) else None
+    return order[physical] if physical is not None and physical < len(order) else None
+
+
+def device_named(found: Mapping[str, Any], ctx: Context) -> str:
+    """ " on <device>": the device an out-of-memory names, as a reader of this host knows it (TensorFlow's
+    GPU:k and the NVML GPU behind it, or the host's memory for a CPU device); "" where none is named."""
+    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
+    k = errors.gpu_index(device)
+    if k is None:
+        return f" on {short_device(device)} (host memory)" if device else ""
+    gpu = _tf_gpu(k, found, ctx)
+    if gpu is None:
+        return f" on TensorFlow's GPU:{k}"
+    return f" on TensorFlow's GPU:{k} (NVML GPU {gpu.index}{', ' + gpu.name if gpu.name else ''})"
+
+
+def memory_hint(found: Mapping[str, Any]) -> str:
+    """What to do about an out-of-memory: the GPU's holders, or the host's memory where a CPU device (a dry
+    run) ran out."""
+    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
+    if device is not None and errors.gpu_index(device) is None:
+        return "the host ran out of memory: check `free -m` and the container's or pod's memory limit"
+    return (
+        "the smoke test needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free"
+        " it, or pick free GPUs with --devices"
+    )
+
+
 def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
+    if not found.get("ok") and (found.get("oom") or errors.looks_like_oom(str(found.get("error", "")))):
+        # memory, not the collective: an NCCL hint would send the reader the wrong way
+        return failed(
+            ExitCode.TRAINING_FAILED,
+            f"out of memory{device_named(found, ctx)} while creating {_strategy_name(ctx)} and building"
+            f" the model in its scope: {first_line(str(found.get('error')))}",
+            memory_hint(found),
+            {**found, **run.evidence()},
+        )
     if not found.get("ok"):
         return failed(
             ExitCode.COLLECTIVE_FAILED,
@@ -189,7 +254,7 @@ def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
                 "give each worker more GPUs, or lower --min-gpus",
                 found,
             )
-    devices = ", ".join(_short_device(d) for d in found["devices"])
+    devices = ", ".join(short_device(d) for d in found["devices"])
     if "workers" in found:
         devices = f"{devices} on {found['task']}, {found['workers']} workers"
     ops = found["cross_device_ops"]
@@ -228,12 +293,16 @@ def _small_dev_shm(found: StrategyRecord, ctx: Context) -> str | None:
 def training(found: FitRecord, run: SmokeRun, ctx: Context) -> Outcome:
     if not found.get("ok"):
         error = str(found.get("error"))
-        hint = (
-            "out of GPU memory: look for other processes on the GPUs (`nvidia-smi`) or lower"
-            " --per-replica-batch"
-            if found.get("oom")
-            else f"TensorFlow's full message is in the report; the log: {run.log_path}"
-        )
+        if found.get("oom"):
+            # before the collective: a collective aborted by a replica that ran out of memory is memory too
+            return failed(
+                ExitCode.TRAINING_FAILED,
+                f"model.fit raised {first_line(error)} (out of memory{device_named(found, ctx)})",
+                "out of GPU memory: look for other processes on the GPUs (`nvidia-smi`) or lower"
+                " --per-replica-batch",
+                found,
+            )
+        hint = f"TensorFlow's full message is in the report; the log: {run.log_path}"
         if found.get("collective"):
             # the all-reduce inside a training step failed, not the model: the more fundamental cause
             return failed(
@@ -350,11 +419,16 @@ def bandwidth(found: BandwidthRecord, run: SmokeRun, ctx: Context) -> Outcome:
             return warned(summary + f"; --min-busbw-gbps {floor:g} was not applied", "", found)
         return skipped(summary, found)
     strategy = run.results.get("strategy") or {}
-    how = strategy.get("cross_device_ops", {}).get("name", "unknown")
+    how = found.get("implementation") or strategy.get("cross_device_ops", {}).get("name", "unknown")
     figures = (
         f"{mib:g} MiB all-reduce on {replicas} replicas ({how}): algbw {found['algbw_gbps']:.2f} GB/s,"
         f" busbw {found['busbw_gbps']:.2f} GB/s"
     )
+    if found.get("per_call"):  # a report of an older version timed one all-reduce per call
+        figures += (
+            f", {found['time_s'] * 1000:.3f} ms per all-reduce ({found['calls']} calls of"
+            f" {found['per_call']} chained all-reduces)"
+        )
     if ctx.dry_run:
         figures += " (CPU dry run: memory copies, not GPU links)"
     if floor is not None and found["busbw_gbps"] < floor:

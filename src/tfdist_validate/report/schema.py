@@ -52,6 +52,13 @@ def _closed(required: list[str], properties: dict[str, Any]) -> dict[str, Any]:
 
 # The smoke test's block (smoke/run.py fills it from the child's results, smoke/child*.py).
 _SMOKE_STAGE = {"ran": {"type": "boolean"}, "ok": {"type": "boolean"}, "replicas": _INT_1}
+# a stage that TensorFlow's exception ended (smoke/errors.py, Failure), or that did not run
+_STAGE_FAILURE = {
+    "reason": {"type": "string"},
+    "error": {"type": "string"},
+    "oom": {"type": "boolean"},
+    "error_device": _STRING_OR_NULL,
+}
 _SMOKE = _closed(
     [],
     {
@@ -99,6 +106,34 @@ _SMOKE = _closed(
                 "not_mirrored": _STRINGS,
             },
         ),
+        "conv": _closed(
+            ["ran", "ok"],
+            {
+                **_SMOKE_STAGE,
+                **_STAGE_FAILURE,
+                "library": {"type": "string"},
+                "input_shape": {"type": "array", "items": _INT_1},
+                "kernel_shape": {"type": "array", "items": _INT_1},
+                "results": _INT_0,
+                "max_rel_error": {"type": "number", "minimum": 0},
+                "tolerance": {"type": "number", "minimum": 0},
+            },
+        ),
+        "prefetch": _closed(
+            ["ran", "ok"],
+            {
+                **_SMOKE_STAGE,
+                **_STAGE_FAILURE,
+                "devices": _STRINGS,
+                "landed_on": _STRINGS,
+                "batches": _INT_0,
+                "rows": _INT_0,
+                "expected_rows": _INT_1,
+                "correct": _INT_0,
+                "val_binary_accuracy": {"type": "number", "minimum": 0, "maximum": 1},
+                "fit_val_binary_accuracy": {"type": "number", "minimum": 0, "maximum": 1},
+            },
+        ),
         "allreduce": _closed(
             ["ran", "ok"],
             {
@@ -130,6 +165,11 @@ _SMOKE = _closed(
                 "error": {"type": "string"},
                 "reason": {"type": "string"},
                 "size_bytes": _INT_1,
+                "method": {"type": "string"},
+                "implementation": {"type": "string"},
+                "per_call": _INT_1,
+                "calls": _INT_1,
+                "call_s": {"type": "array", "items": _SECONDS},
                 "iterations": _INT_1,
                 "time_s": _SECONDS,
                 "algbw_gbps": _SECONDS,

@@ -11,7 +11,8 @@ same order (reference.py holds those statements): the epoch metrics must equal t
 digit on 2 replicas. One difference: each replica reads its own copy of the input pipeline
 (`_per_replica_datasets` says why and what it gives up), receiving exactly the rows the reference's
 distributed pipeline would give it. Everything of ours that could touch the random stream (the all-reduce
-checks, the bandwidth timing) runs after `fit`.
+checks, the bandwidth timing, the convolution and the pass through the distributed dataset of
+child_probes.py) runs after `fit`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from typing import Any
 
 from tfdist_validate.jsonable import jsonable
 from tfdist_validate.probes import tf_facts
-from tfdist_validate.smoke import child_checks, child_multiworker, cross_device, reference
+from tfdist_validate.smoke import (
+    child_checks,
+    child_multiworker,
+    child_probes,
+    cross_device,
+    errors,
+    reference,
+)
 from tfdist_validate.smoke.spec import SEED, TRAIN_EXAMPLES, ChildSpec
 
 
@@ -49,11 +57,6 @@ class Results:
         line = json.dumps(jsonable({"stage": stage, **fields}), allow_nan=False)
         with open(self.path, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
-
-
-def _error_text(error: BaseException) -> str:
-    # TensorFlow's own message, as the contract asks for 40 / 41; its first line names the op and device.
-    return f"{type(error).__name__}: {error}".strip()
 
 
 def dev_shm_bytes(path: str = "/dev/shm") -> int | None:
@@ -242,9 +245,14 @@ def _train(
     return fitted.history, timer.train_s
 
 
+def _names(gpus: list[Any]) -> list[str]:
+    return [gpu.name for gpu in gpus]
+
+
 def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
     results.stage = "strategy"
     requested = spec.strategy_devices()
+    visible: list[Any] = []
     try:
         visible, strategy_devices = _setup_devices(tf, spec)
         tf.keras.utils.set_random_seed(SEED)
@@ -257,7 +265,13 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         with strategy.scope():
             model = reference.build_model(tf)
     except Exception as error:
-        results.write("strategy", ok=False, requested_devices=requested, error=_error_text(error))
+        results.write(
+            "strategy",
+            ok=False,
+            requested_devices=requested,
+            **errors.failure_fields(tf, error),
+            visible_gpus=_names(visible),
+        )
         return
     results.write(
         "strategy",
@@ -278,24 +292,24 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         },
         tensorflow_version=tf.__version__,
         dev_shm_bytes=dev_shm_bytes(),
-        visible_gpus=[gpu.name for gpu in visible],
+        visible_gpus=_names(visible),
     )
     print(f"replicas={strategy.num_replicas_in_sync}", flush=True)
     print(f"global_batch={global_batch}", flush=True)
 
     results.stage = "fit"
     steps = math.ceil(TRAIN_EXAMPLES / global_batch)
+    fit_accuracy: float | None = None
     try:
         history, train_s = _train(tf, spec, strategy, model, (train_ds, val_ds))
     except Exception as error:
-        oom = isinstance(error, tf.errors.ResourceExhaustedError) or "OOM" in str(error)
         results.write(
-            "fit", ok=False, error=_error_text(error), oom=oom, collective=_is_collective(tf, error)
+            "fit", ok=False, **errors.failure_fields(tf, error), collective=_is_collective(tf, error)
         )
         # every stage writes a result, in order, so the parent can always tell where a child stopped
         results.write("sync", ran=False, ok=False, reason="model.fit failed: no trained variables to compare")
     else:
-        final = float(history["val_binary_accuracy"][-1])
+        final = fit_accuracy = float(history["val_binary_accuracy"][-1])
         print(f"final_val_binary_accuracy={final:.4f}", flush=True)
         results.write(
             "fit",
@@ -311,11 +325,27 @@ def run(tf: Any, spec: ChildSpec, results: Results, deadline: float) -> None:
         variables = [*model.variables, *model.optimizer.variables]
         results.write("sync", **child_checks.replicas_in_sync(tf, strategy, variables))
 
+    results.stage = "conv"
+    results.write("conv", **child_probes.conv_probe(tf, strategy))
+    results.stage = "prefetch"
+    if spec.multi_worker:
+        # its loop reads the reference's global batches on the host; through the distributed dataset every
+        # worker would have to agree on the auto-sharded steps for the pass's reductions
+        results.write("prefetch", ran=False, ok=True, reason="not run across workers")
+    elif fit_accuracy is None:
+        results.write(
+            "prefetch", ran=False, ok=False, reason="model.fit failed: no trained model to evaluate"
+        )
+    else:
+        results.write(
+            "prefetch", **child_probes.prefetch_pass(tf, strategy, model, global_batch, fit_accuracy)
+        )
+
     results.stage = "allreduce"
     reduce = child_checks.sum_across_replicas(tf, strategy)
     results.write("allreduce", **child_checks.allreduce_exact(tf, strategy, reduce))
     results.stage = "bandwidth"
-    bandwidth = child_checks.allreduce_bandwidth(tf, strategy, reduce, spec.allreduce_mib, deadline)
+    bandwidth = child_checks.allreduce_bandwidth(tf, strategy, spec.allreduce_mib, deadline)
     results.write("bandwidth", **bandwidth)
     if spec.multi_worker:
         _wait_for_all_workers(deadline)
@@ -331,7 +361,11 @@ def _wait_for_all_workers(deadline: float) -> None:
     try:
         context.context().wait_at_barrier("tfdist-validate-smoke-done", timeout_ms)
     except Exception as error:  # every result is written; a peer that left early has its own report
-        print(f"tfdist-validate smoke test: final barrier: {_error_text(error)}", file=sys.stderr, flush=True)
+        print(
+            f"tfdist-validate smoke test: final barrier: {errors.error_text(error)}",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _smoke(tf: Any, failure: dict[str, Any] | None, spec: ChildSpec, started: float) -> int:
@@ -344,7 +378,7 @@ def _smoke(tf: Any, failure: dict[str, Any] | None, spec: ChildSpec, started: fl
         run(tf, spec, results, deadline=started + spec.budget_s)
     except Exception as error:  # a bug of ours between stages: say where, the parent reports it
         results.write(
-            "error", during=results.stage, error=_error_text(error), traceback=traceback.format_exc()
+            "error", during=results.stage, error=errors.error_text(error), traceback=traceback.format_exc()
         )
         return 4
     results.write("done")

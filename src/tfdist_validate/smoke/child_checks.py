@@ -6,6 +6,7 @@ with hand-made arrays; the TensorFlow side only gathers what each replica holds.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from typing import Any
@@ -201,7 +202,8 @@ def per_replica_values(tf: Any, strategy: Any, make: Any) -> Any:
 
 
 def sum_across_replicas(tf: Any, strategy: Any) -> Any:
-    """A tf.function: the cross-replica SUM of a per-replica value, as every replica receives it."""
+    """A tf.function: the cross-replica SUM of a per-replica value, as every replica receives it (the exact
+    check's; the bandwidth check times chained_all_reduce's loop)."""
 
     @tf.function  # type: ignore[untyped-decorator]
     def reduce(values: Any) -> Any:
@@ -220,7 +222,7 @@ def sum_across_replicas(tf: Any, strategy: Any) -> Any:
 
 def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> AllreduceRecord:
     """Replica i contributes (i + 1) * pattern; every replica must receive n(n+1)/2 * pattern exactly.
-    `reduce` is sum_across_replicas' function, shared with the bandwidth test."""
+    `reduce` is sum_across_replicas' function."""
     replicas = int(strategy.num_replicas_in_sync)
     pattern = exact_pattern()
     try:
@@ -244,7 +246,18 @@ def allreduce_exact(tf: Any, strategy: Any, reduce: Any) -> AllreduceRecord:
     }
 
 
-_FIXED_ROUNDS = 5
+# The timed all-reduce loop (allreduce_bandwidth). One call of the loop should last about this long: long
+# enough that its one dispatch and one host sync (about a millisecond on a CPU host, less on a GPU's stream)
+# are noise beside the all-reduces inside it, short enough that several calls fit between the bursts of
+# other work a shared machine has: their median is the figure.
+CALL_TARGET_S = 0.02
+TIMED_CALLS = 5
+PROBE_COUNT = 10  # all-reduces in the call that sizes the timed calls
+MIN_COUNT, MAX_COUNT = 10, 100_000
+# Across workers every member must run the same collectives, so a multi-worker run cannot size its calls
+# from its own warm-up (workers would disagree): fixed counts, the same on every worker (and fewer calls:
+# each all-reduce crosses the network).
+MULTI_WORKER_COUNT, MULTI_WORKER_CALLS = 10, 3
 
 
 def _wait_for(strategy: Any, outputs: Any) -> None:
@@ -253,41 +266,99 @@ def _wait_for(strategy: Any, outputs: Any) -> None:
         tensor[:1].numpy()
 
 
-def allreduce_bandwidth(tf: Any, strategy: Any, reduce: Any, mib: float, deadline: float) -> BandwidthRecord:
-    """Time a SUM all-reduce of `mib` MiB of float32 per replica; nccl-tests' algbw and busbw."""
+def chained_all_reduce(tf: Any, strategy: Any) -> Any:
+    """A tf.function(values, count): `count` SUM all-reduces, one after the other, in ONE traced call.
+
+    Each all-reduce takes the previous one's result as input, so none can be elided or run beside another;
+    the loop is a tf.while_loop around strategy.run (the shape of Keras' steps_per_execution loop), traced
+    once whatever `count` is. Buffers of zeros stay zeros, so the sums never overflow.
+    """
+
+    def one(value: Any) -> Any:
+        return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, tf.identity(value))
+
+    @tf.function  # type: ignore[untyped-decorator]
+    def loop(values: Any, count: Any) -> Any:
+        def body(done: Any, current: Any) -> tuple[Any, Any]:
+            return done + 1, strategy.run(one, args=(current,))
+
+        # strategy.run hands back a plain tensor where this worker has one replica: the loop then carries
+        # that tensor, so what goes around the loop keeps the shape it came in with
+        local = strategy.experimental_local_results(values)
+        start = values if len(local) > 1 else local[0]
+        _, last = tf.while_loop(lambda done, _current: done < count, body, (tf.constant(0), start))
+        return last
+
+    return loop
+
+
+def _timed_call(tf: Any, strategy: Any, loop: Any, buffers: Any, count: int) -> float:
+    began = time.perf_counter()
+    _wait_for(strategy, loop(buffers, tf.constant(count)))
+    return time.perf_counter() - began
+
+
+def loop_count(per_op_s: float, calls_left: int, seconds_left: float) -> int | None:
+    """All-reduces per timed call: enough for CALL_TARGET_S, fewer when `calls_left` calls of that size would
+    not end before `seconds_left` (half of it: the verdict and the report come after); None when not even
+    MIN_COUNT fit."""
+    per_op_s = max(per_op_s, 1e-9)
+    wanted = math.ceil(CALL_TARGET_S / per_op_s)
+    affordable = int(seconds_left / 2 / calls_left / per_op_s)
+    count = min(wanted, affordable, MAX_COUNT)
+    return max(count, MIN_COUNT) if affordable >= MIN_COUNT else None
+
+
+def bus_bandwidth(algbw_gbps: float, replicas: int) -> float:
+    """nccl-tests, doc/PERFORMANCE.md: all-reduce bus bandwidth = algbw * 2(n-1)/n."""
+    return algbw_gbps * 2 * (replicas - 1) / replicas
+
+
+def allreduce_bandwidth(tf: Any, strategy: Any, mib: float, deadline: float) -> BandwidthRecord:
+    """Time SUM all-reduces of `mib` MiB of float32 per replica, many per traced call, one host sync per call;
+    the per-operation time, and nccl-tests' algbw and busbw from it."""
     replicas = int(strategy.num_replicas_in_sync)
     elements = max(1, int(mib * 2**20) // 4)
     size_bytes = elements * 4
-    report = BandwidthRecord(ran=True, replicas=replicas, size_bytes=size_bytes)
+    report = BandwidthRecord(
+        ran=True,
+        replicas=replicas,
+        size_bytes=size_bytes,
+        method="all-reduces chained in one tf.function (tf.while_loop around strategy.run), one host sync"
+        " per call",
+        implementation=describe_cross_device_ops(strategy)["name"],
+    )
     if replicas < 2:
         # Nothing crosses a device boundary (and TensorFlow rejects the cross-device call with no peers).
         return {**report, "ran": False, "ok": True, "reason": "one replica: no data moves between devices"}
 
+    fixed = local_replicas(strategy) != replicas  # several workers: counts agreed without talking
     try:
-        buffers = per_replica_values(tf, strategy, lambda i: tf.fill([elements], float(i)))
-        _wait_for(strategy, reduce(buffers))  # warm-up: tracing and collective setup are not bandwidth
-        times: list[float] = []
-        # Across workers every member must run the same number of collectives, so a multi-worker run
-        # times a fixed count instead of stopping when this worker alone thinks it has enough.
-        fixed = local_replicas(strategy) != replicas
-        while len(times) < (_FIXED_ROUNDS if fixed else 20):
-            began = time.perf_counter()
-            _wait_for(strategy, reduce(buffers))
-            times.append(time.perf_counter() - began)
-            # enough samples, or no time left before the parent's deadline for another round
-            enough = len(times) >= 5 and sum(times) > 2.0
-            if not fixed and (enough or time.monotonic() + 2 * times[-1] > deadline):
-                break
+        buffers = per_replica_values(tf, strategy, lambda i: tf.zeros([elements]))
+        loop = chained_all_reduce(tf, strategy)
+        _timed_call(tf, strategy, loop, buffers, 1)  # tracing and collective setup are not bandwidth
+        if fixed:
+            count: int | None = MULTI_WORKER_COUNT
+            repeats = MULTI_WORKER_CALLS
+        else:
+            probe = _timed_call(tf, strategy, loop, buffers, PROBE_COUNT) / PROBE_COUNT
+            count = loop_count(probe, TIMED_CALLS, deadline - time.monotonic())
+            repeats = TIMED_CALLS
+        if count is None:
+            return {**report, "ran": False, "ok": True, "reason": "no time left before the deadline"}
+        calls = [_timed_call(tf, strategy, loop, buffers, count) for _ in range(repeats)]
     except Exception as error:
         return {**report, "ok": False, "error": f"{type(error).__name__}: {error}"}
-    seconds = statistics.median(times)
+    seconds = statistics.median(calls) / count
     algbw = size_bytes / seconds / 1e9
     return {
         **report,
         "ok": True,
-        "iterations": len(times),
-        "time_s": seconds,
+        "per_call": count,
+        "calls": repeats,
+        "call_s": calls,
+        "iterations": count * repeats,  # all-reduces timed
+        "time_s": seconds,  # per all-reduce: the median call's time divided by its count
         "algbw_gbps": algbw,
-        # nccl-tests, doc/PERFORMANCE.md: all-reduce bus bandwidth = algbw * 2(n-1)/n
-        "busbw_gbps": algbw * 2 * (replicas - 1) / replicas,
+        "busbw_gbps": bus_bandwidth(algbw, replicas),
     }

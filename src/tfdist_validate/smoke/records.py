@@ -14,6 +14,10 @@ from typing import Any, TypedDict
 class StrategyRecord(TypedDict, total=False):
     ok: bool
     error: str  # when not ok: TensorFlow's message
+    # when not ok: TensorFlow or CUDA ran out of memory (creating the strategy, building the model in its
+    # scope), and the device TensorFlow's message names (smoke/errors.py)
+    oom: bool
+    error_device: str | None
     strategy: str  # "MirroredStrategy" / "MultiWorkerMirroredStrategy"
     replicas: int
     devices: list[str]
@@ -47,7 +51,8 @@ class EpochRow(TypedDict):
 class FitRecord(TypedDict, total=False):
     ok: bool
     error: str
-    oom: bool  # TensorFlow said ResourceExhausted / OOM
+    oom: bool  # TensorFlow said ResourceExhausted / OOM (smoke/errors.py)
+    error_device: str | None  # the device TensorFlow's message names
     collective: bool  # the error came from the cross-replica communication
     epochs: list[EpochRow]
     final_val_binary_accuracy: float
@@ -101,11 +106,54 @@ class BandwidthRecord(TypedDict, total=False):
     error: str
     reason: str
     replicas: int
-    size_bytes: int
-    iterations: int
-    time_s: float
-    algbw_gbps: float
-    busbw_gbps: float
+    size_bytes: int  # per replica, as nccl-tests' size
+    method: str  # how it was timed (child_checks.allreduce_bandwidth)
+    implementation: str  # the cross-device ops' name (child_checks.describe_cross_device_ops)
+    per_call: int  # chained all-reduces in each timed call
+    calls: int  # timed calls
+    call_s: list[float]  # each timed call's seconds, its one host sync included
+    iterations: int  # all-reduces timed: per_call * calls
+    time_s: float  # per all-reduce: the median call's seconds / per_call
+    algbw_gbps: float  # size_bytes / time_s
+    busbw_gbps: float  # algbw * 2(n-1)/n
+
+
+class ConvRecord(TypedDict, total=False):
+    """child_probes.conv_probe: one Conv2D forward and backward on every replica (cuDNN on GPUs)."""
+
+    ran: bool
+    ok: bool
+    reason: str
+    error: str
+    oom: bool
+    error_device: str | None
+    replicas: int
+    library: str  # "cuDNN", or TensorFlow's CPU kernels in a dry run
+    input_shape: list[int]
+    kernel_shape: list[int]
+    results: int  # local replicas that returned the output and both gradients
+    max_rel_error: float  # the worst of output and gradients against numpy, relative to the largest value
+    tolerance: float
+
+
+class PrefetchRecord(TypedDict, total=False):
+    """child_probes.prefetch_pass: the validation set once through experimental_distribute_dataset."""
+
+    ran: bool
+    ok: bool
+    reason: str
+    error: str
+    oom: bool
+    error_device: str | None
+    replicas: int
+    devices: list[str]  # the replicas' devices
+    landed_on: list[str]  # the device each replica's first batch was in when the step received it
+    batches: int
+    rows: int
+    expected_rows: int
+    correct: int
+    val_binary_accuracy: float
+    fit_val_binary_accuracy: float  # fit's last epoch, on the same rows with the same weights
 
 
 # What the report's `smoke` block takes from each stage record: whole records for the checks of our own,
@@ -123,12 +171,14 @@ REPORTED_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "fit": ("epochs", "final_val_binary_accuracy", "steps_per_epoch", "step_time_s", "epoch_train_s"),
 }
-REPORTED_WHOLE: tuple[str, ...] = ("sync", "allreduce", "bandwidth")
+REPORTED_WHOLE: tuple[str, ...] = ("sync", "conv", "prefetch", "allreduce", "bandwidth")
 
 RECORDS: dict[str, type] = {
     "strategy": StrategyRecord,
     "fit": FitRecord,
     "sync": SyncRecord,
+    "conv": ConvRecord,
+    "prefetch": PrefetchRecord,
     "allreduce": AllreduceRecord,
     "bandwidth": BandwidthRecord,
 }

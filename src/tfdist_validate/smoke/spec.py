@@ -12,7 +12,7 @@ TRAIN_EXAMPLES = 512
 VAL_EXAMPLES = 128
 
 # Stages in the order the child runs them; the child writes one result per stage, always in this order.
-STAGES: tuple[str, ...] = ("strategy", "fit", "sync", "allreduce", "bandwidth")
+STAGES: tuple[str, ...] = ("strategy", "fit", "sync", "conv", "prefetch", "allreduce", "bandwidth")
 
 
 @dataclass(frozen=True)
