@@ -568,8 +568,8 @@ def test_one_local_gpu_needs_no_shared_memory(monkeypatch: pytest.MonkeyPatch, t
 
 
 def test_the_child_reads_the_size_of_dev_shm(tmp_path: Path) -> None:
-    from tfdist_validate.smoke import child
+    from tfdist_validate.smoke import child_devices
 
     stat = os.statvfs(tmp_path)
-    assert child.dev_shm_bytes(str(tmp_path)) == stat.f_frsize * stat.f_blocks > 0
-    assert child.dev_shm_bytes(str(tmp_path / "missing")) is None
+    assert child_devices.dev_shm_bytes(str(tmp_path)) == stat.f_frsize * stat.f_blocks > 0
+    assert child_devices.dev_shm_bytes(str(tmp_path / "missing")) is None

@@ -218,7 +218,7 @@ def _spec(**fields: Any) -> ChildSpec:
 def _configure(config: _FakeConfig, spec: ChildSpec) -> tuple[list[str], list[str] | None]:
     from types import SimpleNamespace
 
-    from tfdist_validate.smoke.child import _configure_gpus
+    from tfdist_validate.smoke.child_devices import configure_gpus as _configure_gpus
 
     visible, devices = _configure_gpus(SimpleNamespace(config=config), spec)
     return [gpu.name for gpu in visible], devices

@@ -5,7 +5,7 @@ failure's text says (memory, device, cuDNN) is read as in checks/smoke_verdicts.
 
 from __future__ import annotations
 
-from tfdist_validate.checks.smoke_verdicts import device_named, first_line, memory_hint, short_device
+from tfdist_validate.checks.smoke_naming import device_named, first_line, memory_hint, short_device
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned

@@ -4,15 +4,13 @@ function per check, and what a stage that never reported means (a hang, a death,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from tfdist_validate.checks import ptx_jit
 from tfdist_validate.checks.gpu_capabilities import jit_capabilities
+from tfdist_validate.checks.smoke_naming import device_named, first_line, memory_hint, short_device
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
-from tfdist_validate.host.gpus import Gpu
-from tfdist_validate.host.visible import cuda_order
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
 from tfdist_validate.smoke import cross_device, errors
 from tfdist_validate.smoke.records import (
@@ -88,27 +86,9 @@ def _collective_hint(run: SmokeRun, ctx: Context) -> str:
     return _COLLECTIVE_HINT
 
 
-def first_line(text: str, limit: int = 300) -> str:
-    """The line of a TensorFlow error that says what happened (not the traceback around it), shortened."""
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()] or [""]
-    line = lines[0]
-    if line.endswith("in user code:"):  # a tf.function traceback: TensorFlow's message is its last line
-        line = lines[-1]
-    elif line.endswith("Graph execution error:"):
-        # "<Type>Error: Graph execution error:", the node's Python stack, then TensorFlow's message
-        message = [ln for ln in lines[1:] if not ln.startswith(("File ", "Detected at node", "[["))]
-        if message:
-            line = f"{line.split(':', 1)[0]}: {' '.join(message[:2])}"
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 def _strategy_name(ctx: Context) -> str:
     multi = ctx.cluster is not None and ctx.cluster.is_multi_worker
     return "MultiWorkerMirroredStrategy" if multi else "MirroredStrategy"
-
-
-def short_device(name: str) -> str:
-    return name.rsplit("device:", 1)[-1]
 
 
 def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
@@ -150,55 +130,6 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
         f"the smoke test failed during {_DOING[stage]}: {why}",
         f"read the child's TensorFlow log: {run.log_path}",
         evidence,
-    )
-
-
-def _tf_gpu(k: int, found: Mapping[str, Any], ctx: Context) -> Gpu | None:
-    """The NVML GPU behind TensorFlow's GPU:k in the child, or None where that cannot be told.
-
-    The child made only --devices' GPUs visible (child._configure_gpus), and TensorFlow numbers the visible
-    ones in physical order: GPU:k is the k-th of them (the record's visible_gpus, where it got that far). The
-    physical order is CUDA's: PCI bus order, which the child is started with unless the user chose another
-    CUDA_DEVICE_ORDER, restricted by CUDA_VISIBLE_DEVICES (host/visible.py)."""
-    snapshot = ctx.facts.driver
-    if snapshot is None or ctx.env.get("CUDA_DEVICE_ORDER", "PCI_BUS_ID") != "PCI_BUS_ID":
-        return None
-    order = cuda_order(snapshot.gpus, ctx.env.get("CUDA_VISIBLE_DEVICES"))
-    if order is None:
-        return None
-    named = [errors.gpu_index(name) for name in found.get("visible_gpus") or ()]
-    visible = [i for i in named if i is not None]
-    if not visible:
-        chosen = {errors.gpu_index(name) for name in ctx.settings.devices or ()}
-        visible = (
-            sorted(i for i in chosen if i is not None) if ctx.settings.devices else list(range(len(order)))
-        )
-    physical = visible[k] if k < len(visible) else None
-    return order[physical] if physical is not None and physical < len(order) else None
-
-
-def device_named(found: Mapping[str, Any], ctx: Context) -> str:
-    """ " on <device>": the device an out-of-memory names, as a reader of this host knows it (TensorFlow's
-    GPU:k and the NVML GPU behind it, or the host's memory for a CPU device); "" where none is named."""
-    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
-    k = errors.gpu_index(device)
-    if k is None:
-        return f" on {short_device(device)} (host memory)" if device else ""
-    gpu = _tf_gpu(k, found, ctx)
-    if gpu is None:
-        return f" on TensorFlow's GPU:{k}"
-    return f" on TensorFlow's GPU:{k} (NVML GPU {gpu.index}{', ' + gpu.name if gpu.name else ''})"
-
-
-def memory_hint(found: Mapping[str, Any]) -> str:
-    """What to do about an out-of-memory: the GPU's holders, or the host's memory where a CPU device (a dry
-    run) ran out."""
-    device = found.get("error_device") or errors.error_device(str(found.get("error", "")))
-    if device is not None and errors.gpu_index(device) is None:
-        return "the host ran out of memory: check `free -m` and the container's or pod's memory limit"
-    return (
-        "the smoke test needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free"
-        " it, or pick free GPUs with --devices"
     )
 
 

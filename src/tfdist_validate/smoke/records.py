@@ -31,8 +31,8 @@ class StrategyRecord(TypedDict, total=False):
     # shared-memory transport lives there, and a container's default is 64 MB (checks/smoke_verdicts.py).
     dev_shm_bytes: int | None
     # The physical GPUs made visible before the runtime started, each with memory growth
-    # (child._configure_gpus): --devices' GPUs, all of them without it, none in a dry run. Named because
-    # restricting renumbers them.
+    # (child_devices.configure_gpus): --devices' GPUs, all of them without it, none in a dry run. Named
+    # because restricting renumbers them.
     visible_gpus: list[str]
     # multi-worker only
     task: str
