@@ -78,6 +78,13 @@ NVIDIA_SMI = (
             "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
             ExitCode.CONTAINER_NO_GPU,
         ),
+        # prose that names WSL as the place (WSL#9134)
+        ("I get this error in WSL:", ExitCode.WSL2_PASSTHROUGH),
+        # NCCL's host-name prefix: a Linux process on a host with Windows' default name is WSL2 (nccl#1653)
+        (
+            "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         # `kubectl describe pod` events (the Kubernetes debugging guide shows the same table)
         (
             "  Normal  Scheduled  21m  default-scheduler  Successfully assigned kubeflow/train-0 to minikube",
@@ -95,6 +102,21 @@ def test_one_line_means_different_things_in_different_places(evidence: str, code
         # No evidence: the most likely cause, and what else it could be.
         assert finding.context is None
         assert "container" in finding.alternatives and "WSL2" in finding.alternatives
+
+
+def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
+    # TensorFlow 2.11+ on Windows installs as `tensorflow` plus `tensorflow-intel` (tensorflow#81340)
+    line = (
+        "Every time I use pip to install tensorflow, it installs tensorflow_intel for me, which makes it"
+        " impossible for me to use gpu to train models."
+    )
+    assert "windows" in diagnose([line]).evidence
+
+
+def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
+    # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
+    line = "dxcore initialization failed, continuing assuming a non-WSL environment"
+    assert "wsl2" not in diagnose([line]).evidence
 
 
 def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:

@@ -63,10 +63,11 @@ def test_second_round_held_back_set_covers_every_category() -> None:
 
 
 def test_third_round_held_back_set_covers_every_category() -> None:
-    """held3: 67 excerpts collected (at least 5 per category, 7 for the categories the second round found weakest),
-    before any signature of the third round changed and never run through `diagnose`. 7 were dropped, by URL
-    alone and before scoring, because the signature work of the same round had independently taken their threads
-    as sources of test lines (tests/fixtures/diagnose_eval/README.md): 60 remain, at least 4 per category."""
+    """held3: 67 excerpts collected (at least 5 per category, 7 for the categories the second round
+    found weakest), before any signature of the third round changed and never run through `diagnose`.
+    7 were dropped, by URL alone and before scoring, because the signature work of the same round had
+    independently taken their threads as sources of test lines (tests/fixtures/diagnose_eval/README.md):
+    60 remain, at least 4 per category."""
     held3 = Counter(e["category"] for e in EVAL if e["half"] == "held3")
     assert sum(held3.values()) >= 60
     assert set(held3) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
