@@ -113,6 +113,23 @@ def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
     assert "windows" in diagnose([line]).evidence
 
 
+@pytest.mark.parametrize(
+    ("line", "context"),
+    [
+        # an issue template's OS line (zzh8829/yolov3-tf2#402)
+        ("Operating System: Windows", "windows"),
+        # a macOS home directory in a traceback (tensorflow#53026)
+        (
+            '>   File "/Users/silviapagliarini/miniforge3/envs/tensorflow/lib/python3.9/site-packages/'
+            'tensorflow/python/client/session.py", line 1375, in _do_call',
+            "macos",
+        ),
+    ],
+)
+def test_where_a_log_came_from_is_read_from_templates_and_paths(line: str, context: str) -> None:
+    assert context in diagnose([line]).evidence
+
+
 def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
