@@ -80,6 +80,11 @@ NVIDIA_SMI = (
         ),
         # prose that names WSL as the place (WSL#9134)
         ("I get this error in WSL:", ExitCode.WSL2_PASSTHROUGH),
+        # the distribution named as WSL's (WSL#9099)
+        (
+            "- Launch my WSL Ubuntu on Windows terminal as a tab in an existing Windows Terminal instance",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         # NCCL's host-name prefix: a Linux process on a host with Windows' default name is WSL2 (nccl#1653)
         (
             "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
