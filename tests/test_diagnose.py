@@ -135,6 +135,11 @@ def test_where_a_log_came_from_is_read_from_templates_and_paths(line: str, conte
     assert context in diagnose([line]).evidence
 
 
+def test_the_version_is_read_beside_tf_version_attribute() -> None:
+    # tensorflow#62412: the user's note of what `tf.__version__` gave
+    assert diagnose(["tf.__version__  # '2.15.0'"]).tf_version == "2.15"
+
+
 def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
