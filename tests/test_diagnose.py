@@ -85,6 +85,10 @@ NVIDIA_SMI = (
             "- Launch my WSL Ubuntu on Windows terminal as a tab in an existing Windows Terminal instance",
             ExitCode.WSL2_PASSTHROUGH,
         ),
+        # lspci inside WSL2 shows the paravirtual GPU (DirectML#19)
+        ("a087:00:00.0 3D controller: Microsoft Corporation Device 008e", ExitCode.WSL2_PASSTHROUGH),
+        # the NVIDIA D3D driver under WSL2 (DirectML#117)
+        ("NVD3D10: CPU cyclestats are disabled on client virtualization", ExitCode.WSL2_PASSTHROUGH),
         # NCCL's host-name prefix: a Linux process on a host with Windows' default name is WSL2 (nccl#1653)
         (
             "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
