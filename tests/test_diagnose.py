@@ -127,6 +127,8 @@ def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
     [
         # an issue template's OS line (zzh8829/yolov3-tf2#402)
         ("Operating System: Windows", "windows"),
+        # cmd's banner / `ver` (WSL#7336)
+        ("Microsoft Windows [Version 10.0.22000.160]", "windows"),
         # a macOS home directory in a traceback (tensorflow#53026)
         (
             '>   File "/Users/silviapagliarini/miniforge3/envs/tensorflow/lib/python3.9/site-packages/'
