@@ -146,6 +146,11 @@ def test_the_version_is_read_beside_tf_version_attribute() -> None:
     assert diagnose(["tf.__version__  # '2.15.0'"]).tf_version == "2.15"
 
 
+def test_nccl_tests_passing_validation_is_no_failure() -> None:
+    # nccl-tests prints the count on every run; 0 is a pass (nccl-tests#131 shows both)
+    assert diagnose(["# Out of bounds values : 0 OK"]).failures == []
+
+
 def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
