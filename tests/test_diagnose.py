@@ -151,6 +151,36 @@ def test_nccl_tests_passing_validation_is_no_failure() -> None:
     assert diagnose(["# Out of bounds values : 0 OK"]).failures == []
 
 
+# A replica's out-of-memory (tensorflow#12237's allocator line)
+OOM_LINES = [
+    "2017-08-12 08:25:16.508376: E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate"
+    " 1.51G (1617277696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+]
+# and what the other replicas then report (tensorflow#60706, PyTorch's watchdog in InternNav#28)
+ABORT_LINES = [
+    "2023-05-25 11:10:57.934361: E tensorflow/core/common_runtime/base_collective_executor.cc:249]"
+    " BaseCollectiveExecutor::StartAbort DEADLINE_EXCEEDED: Deadline Exceeded",
+    "[rank4]:[E818 18:22:20.562780468 ProcessGroupNCCL.cpp:629] [Rank 4] Watchdog caught collective"
+    " operation timeout: WorkNCCL(SeqNum=4170605, OpType=ALLREDUCE, NumelIn=592516, NumelOut=592516,"
+    " Timeout(ms)=600000) ran for 600009 milliseconds before timing out.",
+]
+
+
+def test_an_out_of_memory_wins_over_the_collective_aborts_that_follow_it() -> None:
+    result = diagnose(OOM_LINES + ABORT_LINES)
+    assert result.code == ExitCode.TRAINING_FAILED
+    echoes = [f for f in result.failures if f.code == ExitCode.COLLECTIVE_FAILED]
+    assert echoes and all(f.echo_of == "gpu-out-of-memory" for f in echoes)
+    as_json = {f["id"]: f["echo_of"] for f in result.to_json()["failures"]}
+    assert as_json["gpu-out-of-memory"] is None and as_json["nccl-error"] == "gpu-out-of-memory"
+
+
+def test_a_collective_failure_before_the_out_of_memory_stays_the_cause() -> None:
+    result = diagnose(ABORT_LINES + OOM_LINES)
+    assert result.code == ExitCode.COLLECTIVE_FAILED
+    assert all(f.echo_of is None for f in result.failures)
+
+
 def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
