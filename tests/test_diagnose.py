@@ -87,6 +87,11 @@ NVIDIA_SMI = (
         ),
         # lspci inside WSL2 shows the paravirtual GPU (DirectML#19)
         ("a087:00:00.0 3D controller: Microsoft Corporation Device 008e", ExitCode.WSL2_PASSTHROUGH),
+        # `ls /usr/lib/wsl/lib` inside WSL2 (DirectML#19)
+        (
+            "libcuda.so  libcuda.so.1  libcuda.so.1.1  libd3d12.so  libdirectml.so  libdxcore.so",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         # the NVIDIA D3D driver under WSL2 (DirectML#117)
         ("NVD3D10: CPU cyclestats are disabled on client virtualization", ExitCode.WSL2_PASSTHROUGH),
         # NCCL's host-name prefix: a Linux process on a host with Windows' default name is WSL2 (nccl#1653)
