@@ -78,6 +78,27 @@ NVIDIA_SMI = (
             "docker: Error response from daemon: unknown or invalid runtime name: nvidia.",
             ExitCode.CONTAINER_NO_GPU,
         ),
+        # prose that names WSL as the place (WSL#9134)
+        ("I get this error in WSL:", ExitCode.WSL2_PASSTHROUGH),
+        # the distribution named as WSL's (WSL#9099)
+        (
+            "- Launch my WSL Ubuntu on Windows terminal as a tab in an existing Windows Terminal instance",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
+        # lspci inside WSL2 shows the paravirtual GPU (DirectML#19)
+        ("a087:00:00.0 3D controller: Microsoft Corporation Device 008e", ExitCode.WSL2_PASSTHROUGH),
+        # `ls /usr/lib/wsl/lib` inside WSL2 (DirectML#19)
+        (
+            "libcuda.so  libcuda.so.1  libcuda.so.1.1  libd3d12.so  libdirectml.so  libdxcore.so",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
+        # the NVIDIA D3D driver under WSL2 (DirectML#117)
+        ("NVD3D10: CPU cyclestats are disabled on client virtualization", ExitCode.WSL2_PASSTHROUGH),
+        # NCCL's host-name prefix: a Linux process on a host with Windows' default name is WSL2 (nccl#1653)
+        (
+            "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+            ExitCode.WSL2_PASSTHROUGH,
+        ),
         # `kubectl describe pod` events (the Kubernetes debugging guide shows the same table)
         (
             "  Normal  Scheduled  21m  default-scheduler  Successfully assigned kubeflow/train-0 to minikube",
@@ -95,6 +116,80 @@ def test_one_line_means_different_things_in_different_places(evidence: str, code
         # No evidence: the most likely cause, and what else it could be.
         assert finding.context is None
         assert "container" in finding.alternatives and "WSL2" in finding.alternatives
+
+
+def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
+    # TensorFlow 2.11+ on Windows installs as `tensorflow` plus `tensorflow-intel` (tensorflow#81340)
+    line = (
+        "Every time I use pip to install tensorflow, it installs tensorflow_intel for me, which makes it"
+        " impossible for me to use gpu to train models."
+    )
+    assert "windows" in diagnose([line]).evidence
+
+
+@pytest.mark.parametrize(
+    ("line", "context"),
+    [
+        # an issue template's OS line (zzh8829/yolov3-tf2#402)
+        ("Operating System: Windows", "windows"),
+        # cmd's banner / `ver` (WSL#7336)
+        ("Microsoft Windows [Version 10.0.22000.160]", "windows"),
+        # a macOS home directory in a traceback (tensorflow#53026)
+        (
+            '>   File "/Users/silviapagliarini/miniforge3/envs/tensorflow/lib/python3.9/site-packages/'
+            'tensorflow/python/client/session.py", line 1375, in _do_call',
+            "macos",
+        ),
+    ],
+)
+def test_where_a_log_came_from_is_read_from_templates_and_paths(line: str, context: str) -> None:
+    assert context in diagnose([line]).evidence
+
+
+def test_the_version_is_read_beside_tf_version_attribute() -> None:
+    # tensorflow#62412: the user's note of what `tf.__version__` gave
+    assert diagnose(["tf.__version__  # '2.15.0'"]).tf_version == "2.15"
+
+
+def test_nccl_tests_passing_validation_is_no_failure() -> None:
+    # nccl-tests prints the count on every run; 0 is a pass (nccl-tests#131 shows both)
+    assert diagnose(["# Out of bounds values : 0 OK"]).failures == []
+
+
+# A replica's out-of-memory (tensorflow#12237's allocator line)
+OOM_LINES = [
+    "2017-08-12 08:25:16.508376: E tensorflow/stream_executor/cuda/cuda_driver.cc:924] failed to allocate"
+    " 1.51G (1617277696 bytes) from device: CUDA_ERROR_OUT_OF_MEMORY",
+]
+# and what the other replicas then report (tensorflow#60706, PyTorch's watchdog in InternNav#28)
+ABORT_LINES = [
+    "2023-05-25 11:10:57.934361: E tensorflow/core/common_runtime/base_collective_executor.cc:249]"
+    " BaseCollectiveExecutor::StartAbort DEADLINE_EXCEEDED: Deadline Exceeded",
+    "[rank4]:[E818 18:22:20.562780468 ProcessGroupNCCL.cpp:629] [Rank 4] Watchdog caught collective"
+    " operation timeout: WorkNCCL(SeqNum=4170605, OpType=ALLREDUCE, NumelIn=592516, NumelOut=592516,"
+    " Timeout(ms)=600000) ran for 600009 milliseconds before timing out.",
+]
+
+
+def test_an_out_of_memory_wins_over_the_collective_aborts_that_follow_it() -> None:
+    result = diagnose(OOM_LINES + ABORT_LINES)
+    assert result.code == ExitCode.TRAINING_FAILED
+    echoes = [f for f in result.failures if f.code == ExitCode.COLLECTIVE_FAILED]
+    assert echoes and all(f.echo_of == "gpu-out-of-memory" for f in echoes)
+    as_json = {f["id"]: f["echo_of"] for f in result.to_json()["failures"]}
+    assert as_json["gpu-out-of-memory"] is None and as_json["nccl-error"] == "gpu-out-of-memory"
+
+
+def test_a_collective_failure_before_the_out_of_memory_stays_the_cause() -> None:
+    result = diagnose(ABORT_LINES + OOM_LINES)
+    assert result.code == ExitCode.COLLECTIVE_FAILED
+    assert all(f.echo_of is None for f in result.failures)
+
+
+def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
+    # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
+    line = "dxcore initialization failed, continuing assuming a non-WSL environment"
+    assert "wsl2" not in diagnose([line]).evidence
 
 
 def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:

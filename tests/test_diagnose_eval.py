@@ -81,22 +81,25 @@ def test_fourth_round_held_back_set_covers_every_category() -> None:
     through `diagnose`, from threads used nowhere else; every category at least 5 times, and at least 7 times
     for the categories the earlier rounds found weakest (WSL2, TensorFlow without CUDA, other, collective,
     container, compute capability). Scope: TensorFlow/Keras logs, or any framework's logs of failures below
-    the framework (tests/fixtures/diagnose_eval/README.md)."""
+    the framework (tests/fixtures/diagnose_eval/README.md). One TensorFlow-without-CUDA excerpt was dropped, by
+    URL and before scoring, because the signature work of the round had independently taken its thread as a
+    test-line source: 72 remain, 6 of them TensorFlow without CUDA."""
     held4 = Counter(e["category"] for e in EVAL if e["half"] == "held4")
     assert sum(held4.values()) >= 64
     assert set(held4) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
     assert min(held4.values()) >= 5
-    weak = ("wsl2", "tf-no-cuda", "other", "collective", "container", "compute-capability")
-    assert min(held4[c] for c in weak) >= 7
+    weak = ("wsl2", "other", "collective", "container", "compute-capability")
+    assert min(held4[c] for c in weak) >= 7 and held4["tf-no-cuda"] >= 6
 
 
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
     held2 was scored once, at the end of round 2 (46/61). Round 3 read all three halves and fixed the
-    mechanisms behind their misses (61/66, 58/59, 55/61). A change that loses a right answer on any half
-    fails here."""
+    mechanisms behind their misses (61/66, 58/59, 55/61); held3 was scored once at its end (40/60). Round 4
+    read held3 too and added the mechanisms behind its misses (62/66, 58/59, 57/61, 50/60); held4, collected
+    apart, is scored once at the end of round 4. A change that loses a right answer on any half fails here."""
     script = _script()
-    for half, floor in (("read", 61), ("held", 58), ("held2", 55)):
+    for half, floor in (("read", 62), ("held", 58), ("held2", 57), ("held3", 50)):
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
         assert right >= floor, (half, right, total)

@@ -57,6 +57,10 @@ def _finding(finding: Finding) -> list[str]:
     if finding.context:
         out.append(f"  (read as {_CONTEXT_WORDS[finding.context]}, from other lines of the log)")
     out += _wrap("means:", sig.meaning)
+    if finding.echo_of:
+        out.append(
+            f"  (passes on the failure above ({finding.echo_of}) to the other replicas: not a cause itself)"
+        )
     if finding.alternatives:
         out += _wrap("or:", finding.alternatives)
     out += _wrap("fix:", sig.fix)

@@ -55,6 +55,7 @@ class Finding:
     count: int
     context: str | None = None  # the evidence that chose the code, for a context-dependent line
     alternatives: str = ""  # set when the code was a guess for want of evidence
+    echo_of: str | None = None  # the signature whose failure this one only passes on (not a cause itself)
 
     @property
     def is_failure(self) -> bool:
@@ -76,6 +77,7 @@ class Finding:
             "count": self.count,
             "context": self.context,
             "alternatives": self.alternatives or None,
+            "echo_of": self.echo_of,
         }
 
 
@@ -102,7 +104,7 @@ class Diagnosis:
     @property
     def code(self) -> ExitCode:
         """What `run` would have returned for the most fundamental cause found; OK when none."""
-        codes = [f.code for f in self.failures if f.code is not None]
+        codes = [f.code for f in self.failures if f.code is not None and f.echo_of is None]
         return min(codes, key=rank) if codes else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
@@ -325,6 +327,7 @@ class Matcher:
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
+        _mark_echoes(findings)
         findings.sort(key=_order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
         if self.dry_run is not None:
@@ -368,10 +371,28 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
     return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
 
 
-def _order(finding: Finding) -> tuple[int, tuple[int, int], int]:
+# A replica that runs out of memory aborts the collective it was part of: the other replicas then report the
+# abort (StartAbort, "Collective ops is aborted by", NCCL errors, timeouts). Those lines come after the
+# out-of-memory and pass it on; they are not a second cause, so they do not decide the code.
+_OOM = "gpu-out-of-memory"
+_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error"})
+
+
+def _mark_echoes(findings: list[Finding]) -> None:
+    oom = next((f for f in findings if f.signature.id == _OOM and f.lines), None)
+    if oom is None:
+        return
+    first_oom = oom.lines[0].number
+    for finding in findings:
+        if finding.signature.id in _ABORT_ECHOES and finding.lines and finding.lines[0].number >= first_oom:
+            finding.echo_of = _OOM
+
+
+def _order(finding: Finding) -> tuple[int, bool, tuple[int, int], int]:
+    """Failures first (an echo after the causes), then warnings, then harmless lines."""
     severity = ("error", "warning", "info").index(finding.signature.severity)
     code_rank = rank(finding.code) if finding.code is not None else (0, 0)
-    return (severity, code_rank, finding.lines[0].number if finding.lines else 0)
+    return (severity, finding.echo_of is not None, code_rank, finding.lines[0].number if finding.lines else 0)
 
 
 def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnosis:
