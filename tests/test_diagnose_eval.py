@@ -81,8 +81,8 @@ def test_fourth_round_held_back_set_covers_every_category() -> None:
     through `diagnose`, from threads used nowhere else; every category at least 5 times, and at least 7 times
     for the categories the earlier rounds found weakest (WSL2, TensorFlow without CUDA, other, collective,
     container, compute capability). Scope: TensorFlow/Keras logs, or any framework's logs of failures below
-    the framework (tests/fixtures/diagnose_eval/README.md). One TensorFlow-without-CUDA excerpt was dropped, by
-    URL and before scoring, because the signature work of the round had independently taken its thread as a
+    the framework (tests/fixtures/diagnose_eval/README.md). One TensorFlow-without-CUDA excerpt was dropped,
+    by URL and before scoring, because the signature work of the round had independently taken its thread as a
     test-line source: 72 remain, 6 of them TensorFlow without CUDA."""
     held4 = Counter(e["category"] for e in EVAL if e["half"] == "held4")
     assert sum(held4.values()) >= 64
