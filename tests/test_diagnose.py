@@ -402,3 +402,22 @@ def test_layer_order_matches_run_for_a_sick_gpu_and_an_old_driver() -> None:
         "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
     ]
     assert diagnose(log).code == ExitCode.GPU_UNHEALTHY
+
+
+def test_missing_kernel_module_outranks_the_container_reading_of_nvidia_smi() -> None:
+    """modprobe finding no nvidia module is a host fact: nvidia-smi's failure beside it is not read as a
+    container without GPU access, though a container command is in the log. Real lines: the command from
+    NVIDIA/nvidia-docker#396, the host's lines from NVIDIA/nvidia-docker#365."""
+    log = "\n".join(
+        [
+            "sudo nvidia-docker run --rm nvidia/cuda nvidia-smi",
+            "$ nvidia-smi",
+            "modprobe: FATAL: Module nvidia not found.",
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the"
+            " latest NVIDIA driver is installed and running.",
+        ]
+    )
+    result = diagnose(log)
+    assert "container" in result.evidence
+    assert result.code == ExitCode.NO_DRIVER
+    assert [f.signature.id for f in result.failures] == ["kernel-module-missing"]
