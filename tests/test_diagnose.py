@@ -134,6 +134,11 @@ def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
         ("Operating System: Windows", "windows"),
         # cmd's banner / `ver` (WSL#7336)
         ("Microsoft Windows [Version 10.0.22000.160]", "windows"),
+        # a Linux nvidia-smi reporting a Windows driver through dxgkrnl (staralt/dxgkrnl-dkms#7)
+        (
+            "| NVIDIA-SMI 570.86.16              Driver Version: 560.94         CUDA Version: 12.6     |",
+            "wsl2",
+        ),
         # a macOS home directory in a traceback (tensorflow#53026)
         (
             '>   File "/Users/silviapagliarini/miniforge3/envs/tensorflow/lib/python3.9/site-packages/'
@@ -144,6 +149,20 @@ def test_the_tensorflow_intel_wheel_shows_native_windows() -> None:
 )
 def test_where_a_log_came_from_is_read_from_templates_and_paths(line: str, context: str) -> None:
     assert context in diagnose([line]).evidence
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        p.name
+        for p in (Path(__file__).parent / "fixtures" / "real").glob("nvidia-smi_*.txt")
+        if "wsl2" not in p.name
+    ),
+)
+def test_the_nvidia_smi_of_a_bare_host_is_no_wsl2_evidence(name: str) -> None:
+    """Real nvidia-smi outputs of Linux hosts and pods (tests/fixtures/real): the same version twice."""
+    text = (Path(__file__).parent / "fixtures" / "real" / name).read_text(encoding="utf-8")
+    assert "wsl2" not in diagnose(text).evidence
 
 
 def test_the_version_is_read_beside_tf_version_attribute() -> None:
@@ -402,3 +421,22 @@ def test_layer_order_matches_run_for_a_sick_gpu_and_an_old_driver() -> None:
         "NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
     ]
     assert diagnose(log).code == ExitCode.GPU_UNHEALTHY
+
+
+def test_missing_kernel_module_outranks_the_container_reading_of_nvidia_smi() -> None:
+    """modprobe finding no nvidia module is a host fact: nvidia-smi's failure beside it is not read as a
+    container without GPU access, though a container command is in the log. Real lines: the command from
+    NVIDIA/nvidia-docker#396, the host's lines from NVIDIA/nvidia-docker#365."""
+    log = "\n".join(
+        [
+            "sudo nvidia-docker run --rm nvidia/cuda nvidia-smi",
+            "$ nvidia-smi",
+            "modprobe: FATAL: Module nvidia not found.",
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the"
+            " latest NVIDIA driver is installed and running.",
+        ]
+    )
+    result = diagnose(log)
+    assert "container" in result.evidence
+    assert result.code == ExitCode.NO_DRIVER
+    assert [f.signature.id for f in result.failures] == ["kernel-module-missing"]
