@@ -1,6 +1,6 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
-Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|held3|held4|held5|all] [--show-misses]
+Usage: python benchmarks/diagnose_eval.py [--half read|held|held2|held3|held4|held5|held6|all] [--show-misses]
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -19,6 +19,9 @@ changed; it is scored once, at the end of the fourth round.
 
 `held5` is the fifth round's held-back set, collected the same way (and under the fourth round's scope) before
 any signature of the fifth round changed; it is scored once, at the end of the fifth round.
+
+`held6` is the sixth round's held-back set, collected the same way (and under the same scope) before any
+signature of the sixth round changed; it is scored once, at the end of the sixth round.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ HELD2 = "held2"
 HELD3 = "held3"
 HELD4 = "held4"
 HELD5 = "held5"
-LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5)
+HELD6 = "held6"
+LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
@@ -89,7 +93,9 @@ def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--half", choices=("read", "held", HELD2, HELD3, HELD4, HELD5, "all"), default="read")
+    parser.add_argument(
+        "--half", choices=("read", "held", HELD2, HELD3, HELD4, HELD5, HELD6, "all"), default="read"
+    )
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
     args = parser.parse_args()

@@ -45,7 +45,7 @@ def test_no_excerpt_comes_from_a_thread_signatures_were_learnt_from() -> None:
 
 def test_each_excerpt_is_in_the_half_its_id_puts_it_in() -> None:
     halves = _script().split_halves(EVAL)
-    first_round = [e for e in EVAL if e["half"] not in ("held2", "held3", "held4", "held5")]
+    first_round = [e for e in EVAL if e["half"] not in ("held2", "held3", "held4", "held5", "held6")]
     assert {e["id"]: e["half"] for e in first_round} == halves
     for category in {e["category"] for e in first_round}:
         counts = Counter(e["half"] for e in first_round if e["category"] == category)
@@ -107,6 +107,22 @@ def test_fifth_round_held_back_set_covers_every_category() -> None:
     assert min(n for c, n in held5.items() if c != "tf-no-cuda") >= 5 and held5["tf-no-cuda"] >= 1
     weak = ("wsl2", "container", "no-driver", "other")
     assert min(held5[c] for c in weak) >= 7
+
+
+def test_sixth_round_held_back_set_covers_every_category() -> None:
+    """held6: at least 64 excerpts, collected apart from (without sight of) the sixth round's signature
+    changes and never run through `diagnose` (nor this scorer), from threads used nowhere else (checked by
+    URL, also against the concurrent signature work's branch right before committing), under the fourth
+    round's scope (TensorFlow/Keras logs, or any framework's logs of failures below the framework). Every
+    category at least 5 times; WSL2, container, other and compute capability at least 7 times; TensorFlow
+    without CUDA reached 6, all of them TensorFlow's own CPU-only builds or platforms (native Windows >=
+    2.11, macOS, CPU-only wheels) (tests/fixtures/diagnose_eval/README.md)."""
+    held6 = Counter(e["category"] for e in EVAL if e["half"] == "held6")
+    assert sum(held6.values()) >= 64
+    assert set(held6) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
+    assert min(held6.values()) >= 5
+    weak = ("wsl2", "container", "other", "compute-capability")
+    assert min(held6[c] for c in weak) >= 7
 
 
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
