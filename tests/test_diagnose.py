@@ -99,6 +99,9 @@ NVIDIA_SMI = (
             "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
             ExitCode.WSL2_PASSTHROUGH,
         ),
+        # wsl.exe with any option (learn.microsoft.com/windows/wsl/basic-commands)
+        ("PS C:\\> wsl --shutdown", ExitCode.WSL2_PASSTHROUGH),
+        ("$ wsl -l -v", ExitCode.WSL2_PASSTHROUGH),
         # `kubectl describe pod` events (the Kubernetes debugging guide shows the same table)
         (
             "  Normal  Scheduled  21m  default-scheduler  Successfully assigned kubeflow/train-0 to minikube",
@@ -209,6 +212,14 @@ def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
     assert "wsl2" not in diagnose([line]).evidence
+
+
+def test_the_nbody_sample_shows_wsl2_only_when_docker_runs_it() -> None:
+    # NVIDIA's CUDA-on-WSL guide and Docker Desktop's GPU page check the GPU with this command; a pod
+    # running the same image (e.g. a cluster's GPU test) is no evidence of WSL2.
+    run = "docker run --rm -it --gpus=all nvcr.io/nvidia/k8s/cuda-sample:nbody nbody -gpu -benchmark"
+    assert "wsl2" in diagnose([run]).evidence
+    assert "wsl2" not in diagnose(["    image: nvcr.io/nvidia/k8s/cuda-sample:nbody"]).evidence
 
 
 def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:
