@@ -214,6 +214,17 @@ def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     assert "wsl2" not in diagnose([line]).evidence
 
 
+def test_the_nvidia_image_banner_yields_to_the_reason_it_names() -> None:
+    # ai-dynamo/nixl#441: the banner with the driver API's own reason (803, a driver / libcuda mismatch)
+    line = (
+        "Error 803: The NVIDIA Driver is present, but CUDA failed to initialize. GPU functionality will not"
+        " be available. [[ System has unsupported display driver / cuda driver combination (error 803) ]]"
+    )
+    result = diagnose([line])
+    assert result.code == ExitCode.DRIVER_TOO_OLD
+    assert [f.signature.id for f in result.failures] == ["cuda-driver-mismatch-803"]
+
+
 def test_the_nbody_sample_shows_wsl2_only_when_docker_runs_it() -> None:
     # NVIDIA's CUDA-on-WSL guide and Docker Desktop's GPU page check the GPU with this command; a pod
     # running the same image (e.g. a cluster's GPU test) is no evidence of WSL2.
