@@ -225,6 +225,14 @@ def test_the_nvidia_image_banner_yields_to_the_reason_it_names() -> None:
     assert [f.signature.id for f in result.failures] == ["cuda-driver-mismatch-803"]
 
 
+def test_docker_desktop_shows_wsl2_except_on_a_mac() -> None:
+    # Docker Desktop's GPU support is its WSL2 backend only (docs.docker.com/desktop/features/gpu); the Mac
+    # edition has none, so there it is no evidence of WSL2 (docker/for-win#11309 names the version this way).
+    assert "wsl2" in diagnose(["- Docker Desktop Version: 3.3.3"]).evidence
+    on_a_mac = diagnose(["- Docker Desktop Version: 3.3.3", "macOS Sonoma 14.5"]).evidence
+    assert "wsl2" not in on_a_mac and "macos" in on_a_mac
+
+
 def test_the_nbody_sample_shows_wsl2_only_when_docker_runs_it() -> None:
     # NVIDIA's CUDA-on-WSL guide and Docker Desktop's GPU page check the GPU with this command; a pod
     # running the same image (e.g. a cluster's GPU test) is no evidence of WSL2.
