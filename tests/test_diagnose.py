@@ -99,6 +99,9 @@ NVIDIA_SMI = (
             "DESKTOP-1CE5APL:1689:2800 [0] NCCL INFO Failed to open libibverbs.so[.1]",
             ExitCode.WSL2_PASSTHROUGH,
         ),
+        # wsl.exe with any option (learn.microsoft.com/windows/wsl/basic-commands)
+        ("PS C:\\> wsl --shutdown", ExitCode.WSL2_PASSTHROUGH),
+        ("$ wsl -l -v", ExitCode.WSL2_PASSTHROUGH),
         # `kubectl describe pod` events (the Kubernetes debugging guide shows the same table)
         (
             "  Normal  Scheduled  21m  default-scheduler  Successfully assigned kubeflow/train-0 to minikube",
@@ -209,6 +212,33 @@ def test_a_wsl_word_inside_another_word_is_no_evidence() -> None:
     # nvidia-container-cli says this on every non-WSL host (nvidia-docker debug logs)
     line = "dxcore initialization failed, continuing assuming a non-WSL environment"
     assert "wsl2" not in diagnose([line]).evidence
+
+
+def test_the_nvidia_image_banner_yields_to_the_reason_it_names() -> None:
+    # ai-dynamo/nixl#441: the banner with the driver API's own reason (803, a driver / libcuda mismatch)
+    line = (
+        "Error 803: The NVIDIA Driver is present, but CUDA failed to initialize. GPU functionality will not"
+        " be available. [[ System has unsupported display driver / cuda driver combination (error 803) ]]"
+    )
+    result = diagnose([line])
+    assert result.code == ExitCode.DRIVER_TOO_OLD
+    assert [f.signature.id for f in result.failures] == ["cuda-driver-mismatch-803"]
+
+
+def test_docker_desktop_shows_wsl2_except_on_a_mac() -> None:
+    # Docker Desktop's GPU support is its WSL2 backend only (docs.docker.com/desktop/features/gpu); the Mac
+    # edition has none, so there it is no evidence of WSL2 (docker/for-win#11309 names the version this way).
+    assert "wsl2" in diagnose(["- Docker Desktop Version: 3.3.3"]).evidence
+    on_a_mac = diagnose(["- Docker Desktop Version: 3.3.3", "macOS Sonoma 14.5"]).evidence
+    assert "wsl2" not in on_a_mac and "macos" in on_a_mac
+
+
+def test_the_nbody_sample_shows_wsl2_only_when_docker_runs_it() -> None:
+    # NVIDIA's CUDA-on-WSL guide and Docker Desktop's GPU page check the GPU with this command; a pod
+    # running the same image (e.g. a cluster's GPU test) is no evidence of WSL2.
+    run = "docker run --rm -it --gpus=all nvcr.io/nvidia/k8s/cuda-sample:nbody nbody -gpu -benchmark"
+    assert "wsl2" in diagnose([run]).evidence
+    assert "wsl2" not in diagnose(["    image: nvcr.io/nvidia/k8s/cuda-sample:nbody"]).evidence
 
 
 def test_a_container_on_a_wsl2_host_is_read_as_wsl2_with_the_container_as_alternative() -> None:

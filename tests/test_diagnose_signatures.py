@@ -28,6 +28,13 @@ def test_every_signature_has_a_real_line() -> None:
     assert missing == []
 
 
+def test_a_reading_that_wsl2_changes_names_wsl2_when_the_log_shows_no_context() -> None:
+    """A driver-level failure with no platform evidence gets its most likely code, and WSL2 is listed as the
+    alternative: never guessed, never left out."""
+    missing = [s.id for s in TABLE.signatures if "wsl2" in s.by_context and "(12)" not in s.alternatives]
+    assert missing == []
+
+
 def test_test_data_names_only_known_signatures() -> None:
     known = {sig.id for sig in TABLE.signatures}
     assert sorted({e["signature"] for e in ENTRIES} - known) == []
