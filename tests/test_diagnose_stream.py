@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from tfdist_validate.diagnose import diagnose
-from tfdist_validate.diagnose.engine import Diagnosis, Matcher
+from tfdist_validate.diagnose.engine import Matcher
+from tfdist_validate.diagnose.findings import Diagnosis
 from tfdist_validate.diagnose.scan import NeedleScanner
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,15 +10,8 @@ Python API (what `run` uses to explain a failed smoke test):
     diagnose_file(path)                  # the same for a log file of any size; never raises
 """
 
-from tfdist_validate.diagnose.engine import (
-    Diagnosis,
-    Finding,
-    Line,
-    Matcher,
-    diagnose,
-    diagnose_file,
-    rank,
-)
+from tfdist_validate.diagnose.engine import Matcher, diagnose, diagnose_file
+from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.signatures import Signature, SignatureError, Table, load
 
 __all__ = [

@@ -7,7 +7,8 @@ import textwrap
 from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
-from tfdist_validate.diagnose.engine import Diagnosis, Finding, Matcher
+from tfdist_validate.diagnose.engine import Matcher
+from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
 
 _WIDTH = 100
