@@ -94,8 +94,8 @@ def test_the_scanner_finds_every_real_line() -> None:
 ORDINARY = [
     "Epoch 1/3",
     "40/40 [==============================] - 2s 10ms/step - loss: 0.6931 - binary_accuracy: 0.5000",
-    # figures hold every 3-digit number sooner or later: a needle that is a bare error number (802) matched here
-    "235/469 [==============>...............] - ETA: 12s - loss: 0.0802 - accuracy: 0.8031 - val_loss: 0.1803",
+    # figures hold every 3-digit number sooner or later: a bare error number as a needle (802) matched here
+    "235/469 [==============>...............] - ETA: 12s - loss: 0.0802 - accuracy: 0.8031 - val_loss: 0.18",
     "2023-01-01 12:00:00.000000: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1886] Created device"
     " /job:localhost/replica:0/task:0/device:GPU:0 with 38420 MB memory",
     "INFO:tensorflow:batch_all_reduce: 4 all-reduces with algorithm = nccl, num_packs = 1",
