@@ -495,3 +495,14 @@ def test_tensorflows_avx_check_fails_only_when_the_instructions_are_missing() ->
 
 def test_nvidia_smi_missing_by_full_path_is_no_driver_on_a_bare_host() -> None:
     assert diagnose("bash: /usr/bin/nvidia-smi: No such file or directory").code == ExitCode.NO_DRIVER
+
+
+def test_tensorflow_macos_ml_compute_is_macos_evidence() -> None:
+    # apple/tensorflow_macos#71 selects the device through ML Compute; the GPU count is TensorFlow's own line
+    empty = "Num GPUs Available:  0"
+    assert diagnose(empty).code == ExitCode.TF_NO_GPU
+    for line in (
+        "from tensorflow.python.compiler.mlcompute import mlcompute",
+        "mlcompute.set_mlc_device(device_name='gpu')",
+    ):
+        assert diagnose([line, empty]).code == ExitCode.TF_NOT_CUDA_BUILD
