@@ -470,3 +470,39 @@ def test_missing_kernel_module_outranks_the_container_reading_of_nvidia_smi() ->
     assert "container" in result.evidence
     assert result.code == ExitCode.NO_DRIVER
     assert [f.signature.id for f in result.failures] == ["kernel-module-missing"]
+
+
+def test_the_template_os_answer_names_native_windows_only_from_tf_2_11_on() -> None:
+    heading = "### TensorFlow version\n\n{}\n\n### OS platform and distribution\n\nwindows"
+    assert diagnose(heading.format("2.11.0")).code == ExitCode.TF_NOT_CUDA_BUILD
+    # 2.10 still had a native Windows CUDA build: the template's answer alone is no failure there
+    assert diagnose(heading.format("2.10.0")).code == ExitCode.OK
+
+
+def test_tensorflows_avx_check_fails_only_when_the_instructions_are_missing() -> None:
+    missing = (
+        "F tensorflow/core/platform/cpu_feature_guard.cc:35] The TensorFlow library was compiled to use AVX2"
+        " instructions, but these aren't available on your machine."
+    )
+    assert diagnose(missing).code == ExitCode.TF_IMPORT_FAILED
+    # the old startup notice, its harmless twin (tensorflow/tensorflow#7943)
+    present = (
+        "W tensorflow/core/platform/cpu_feature_guard.cc:45] The TensorFlow library wasn't compiled to use"
+        " AVX instructions, but these are available on your machine and could speed up CPU computations."
+    )
+    assert diagnose(present).code == ExitCode.OK
+
+
+def test_nvidia_smi_missing_by_full_path_is_no_driver_on_a_bare_host() -> None:
+    assert diagnose("bash: /usr/bin/nvidia-smi: No such file or directory").code == ExitCode.NO_DRIVER
+
+
+def test_tensorflow_macos_ml_compute_is_macos_evidence() -> None:
+    # apple/tensorflow_macos#71 selects the device through ML Compute; the GPU count is TensorFlow's own line
+    empty = "Num GPUs Available:  0"
+    assert diagnose(empty).code == ExitCode.TF_NO_GPU
+    for line in (
+        "from tensorflow.python.compiler.mlcompute import mlcompute",
+        "mlcompute.set_mlc_device(device_name='gpu')",
+    ):
+        assert diagnose([line, empty]).code == ExitCode.TF_NOT_CUDA_BUILD
