@@ -7,9 +7,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from tfdist_validate.context import Context
+from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.host.gpus import Gpu
 from tfdist_validate.host.visible import cuda_order
+from tfdist_validate.result import Outcome, failed
 from tfdist_validate.smoke import errors
+from tfdist_validate.smoke.run import SmokeRun
 
 
 def first_line(text: str, limit: int = 300) -> str:
@@ -76,4 +79,14 @@ def memory_hint(found: Mapping[str, Any]) -> str:
     return (
         "the smoke test needs a few MiB per GPU: other processes hold that GPU's memory (`nvidia-smi`); free"
         " it, or pick free GPUs with --devices"
+    )
+
+
+def out_of_memory(found: Mapping[str, Any], run: SmokeRun, ctx: Context, doing: str) -> Outcome:
+    """41 for a stage that ran out of memory `doing` something: the device named, what to do about it."""
+    return failed(
+        ExitCode.TRAINING_FAILED,
+        f"out of memory{device_named(found, ctx)} {doing}: {first_line(str(found.get('error')))}",
+        memory_hint(found),
+        {**found, **run.evidence()},
     )

@@ -5,7 +5,7 @@ failure's text says (memory, device, cuDNN) is read as in checks/smoke_verdicts.
 
 from __future__ import annotations
 
-from tfdist_validate.checks.smoke_naming import device_named, first_line, memory_hint, short_device
+from tfdist_validate.checks.smoke_naming import device_named, first_line, out_of_memory, short_device
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
@@ -33,12 +33,7 @@ def convolution(found: ConvRecord, run: SmokeRun, ctx: Context) -> Outcome:
         error = first_line(str(found["error"]))
         where = device_named(found, ctx)
         if found.get("oom"):
-            return failed(
-                ExitCode.TRAINING_FAILED,
-                f"out of memory{where} running {what}: {error}",
-                memory_hint(found),
-                {**found, **run.evidence()},
-            )
+            return out_of_memory(found, run, ctx, f"running {what}")
         if library == "cuDNN":
             return failed(
                 ExitCode.TF_NO_GPU,
@@ -75,12 +70,7 @@ def device_input(found: PrefetchRecord, run: SmokeRun, ctx: Context) -> Outcome:
     if "error" in found:
         error = first_line(str(found["error"]))
         if found.get("oom"):
-            return failed(
-                ExitCode.TRAINING_FAILED,
-                f"out of memory{device_named(found, ctx)} reading {how}: {error}",
-                memory_hint(found),
-                {**found, **run.evidence()},
-            )
+            return out_of_memory(found, run, ctx, f"reading {how}")
         return failed(
             ExitCode.TRAINING_FAILED,
             f"{how} raised {error}",

@@ -8,7 +8,7 @@ from typing import Any
 
 from tfdist_validate.checks import ptx_jit
 from tfdist_validate.checks.gpu_capabilities import jit_capabilities
-from tfdist_validate.checks.smoke_naming import device_named, first_line, memory_hint, short_device
+from tfdist_validate.checks.smoke_naming import device_named, first_line, out_of_memory, short_device
 from tfdist_validate.context import Context
 from tfdist_validate.exitcodes import ExitCode
 from tfdist_validate.result import Outcome, failed, passed, skipped, warned
@@ -136,13 +136,8 @@ def missing(stage: str, run: SmokeRun, ctx: Context) -> Outcome:
 def strategy(found: StrategyRecord, run: SmokeRun, ctx: Context) -> Outcome:
     if not found.get("ok") and (found.get("oom") or errors.looks_like_oom(str(found.get("error", "")))):
         # memory, not the collective: an NCCL hint would send the reader the wrong way
-        return failed(
-            ExitCode.TRAINING_FAILED,
-            f"out of memory{device_named(found, ctx)} while creating {_strategy_name(ctx)} and building"
-            f" the model in its scope: {first_line(str(found.get('error')))}",
-            memory_hint(found),
-            {**found, **run.evidence()},
-        )
+        doing = f"while creating {_strategy_name(ctx)} and building the model in its scope"
+        return out_of_memory(found, run, ctx, doing)
     if not found.get("ok"):
         return failed(
             ExitCode.COLLECTIVE_FAILED,

@@ -11,13 +11,18 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 
-class StrategyRecord(TypedDict, total=False):
+class StageFailure(TypedDict, total=False):
+    """What a stage that can fail records: whether it went well and, when not, TensorFlow's message, whether
+    TensorFlow or CUDA ran out of memory, and the device the message names (smoke/errors.failure_fields)."""
+
     ok: bool
-    error: str  # when not ok: TensorFlow's message
-    # when not ok: TensorFlow or CUDA ran out of memory (creating the strategy, building the model in its
-    # scope), and the device TensorFlow's message names (smoke/errors.py)
+    error: str
     oom: bool
     error_device: str | None
+
+
+class StrategyRecord(StageFailure, total=False):
+    # an out-of-memory here happened creating the strategy or building the model in its scope
     strategy: str  # "MirroredStrategy" / "MultiWorkerMirroredStrategy"
     replicas: int
     devices: list[str]
@@ -48,11 +53,7 @@ class EpochRow(TypedDict):
     val_loss: float
 
 
-class FitRecord(TypedDict, total=False):
-    ok: bool
-    error: str
-    oom: bool  # TensorFlow said ResourceExhausted / OOM (smoke/errors.py)
-    error_device: str | None  # the device TensorFlow's message names
+class FitRecord(StageFailure, total=False):
     collective: bool  # the error came from the cross-replica communication
     epochs: list[EpochRow]
     final_val_binary_accuracy: float
@@ -118,15 +119,11 @@ class BandwidthRecord(TypedDict, total=False):
     busbw_gbps: float  # algbw * 2(n-1)/n
 
 
-class ConvRecord(TypedDict, total=False):
+class ConvRecord(StageFailure, total=False):
     """child_probes.conv_probe: one Conv2D forward and backward on every replica (cuDNN on GPUs)."""
 
     ran: bool
-    ok: bool
     reason: str
-    error: str
-    oom: bool
-    error_device: str | None
     replicas: int
     library: str  # "cuDNN", or TensorFlow's CPU kernels in a dry run
     input_shape: list[int]
@@ -136,15 +133,11 @@ class ConvRecord(TypedDict, total=False):
     tolerance: float
 
 
-class PrefetchRecord(TypedDict, total=False):
+class PrefetchRecord(StageFailure, total=False):
     """child_probes.prefetch_pass: the validation set once through experimental_distribute_dataset."""
 
     ran: bool
-    ok: bool
     reason: str
-    error: str
-    oom: bool
-    error_device: str | None
     replicas: int
     devices: list[str]  # the replicas' devices
     landed_on: list[str]  # the device each replica's first batch was in when the step received it
