@@ -176,12 +176,17 @@ def test_the_cuda_image_record_has_every_library_from_its_wheel() -> None:
     assert library(facts, "libcuda.so.1")["path"] is None
 
 
-def test_a_gpu_host_with_every_library_warns_only_about_nvrtc(tmp_path: Path) -> None:
-    result = hosts.run_check(
+def _two_gpu_host(tmp_path: Path, facts: TfFacts) -> hosts.CheckRun:
+    """`check` in a container the toolkit gave two healthy GPUs, with TensorFlow's facts `facts`."""
+    return hosts.run_check(
         hosts.docker_with_toolkit(tmp_path / "root"),
-        hosts.probes(hosts.nvml_two_healthy(), tf=image_facts(2)),
+        hosts.probes(hosts.nvml_two_healthy(), tf=facts),
         tmp_path,
     )
+
+
+def test_a_gpu_host_with_every_library_warns_only_about_nvrtc(tmp_path: Path) -> None:
+    result = _two_gpu_host(tmp_path, image_facts(2))
     check = result.check("tensorflow.cuda_libraries")
     assert (result.code, check["status"]) == (0, "warn"), check
     assert "libcudnn.so.9 9.3.0 (RUNPATH, nvidia-cudnn-cu12 9.3.0.75)" in check["summary"]
@@ -194,11 +199,7 @@ def test_all_present_passes_and_names_each_version(tmp_path: Path) -> None:
     facts = with_library(
         image_facts(2), "libnvrtc.so.12", path=nvrtc, found_via="RUNPATH", loads=True, version="12.5"
     )
-    result = hosts.run_check(
-        hosts.docker_with_toolkit(tmp_path / "root"),
-        hosts.probes(hosts.nvml_two_healthy(), tf=facts),
-        tmp_path,
-    )
+    result = _two_gpu_host(tmp_path, facts)
     check = result.check("tensorflow.cuda_libraries")
     assert check["status"] == "pass", check
     assert check["summary"].startswith("11 CUDA libraries load: libcudart.so.12 12.5 (RUNPATH,")
@@ -214,11 +215,7 @@ def test_a_missing_required_library_on_a_gpu_host_is_22_named(tmp_path: Path) ->
         found_via=None,
         error="not found (LD_LIBRARY_PATH, the RUNPATH of TensorFlow, ld.so.cache, default folders)",
     )
-    result = hosts.run_check(
-        hosts.docker_with_toolkit(tmp_path / "root"),
-        hosts.probes(hosts.nvml_two_healthy(), tf=facts),
-        tmp_path,
-    )
+    result = _two_gpu_host(tmp_path, facts)
     check = result.check("tensorflow.cuda_libraries")
     assert (result.code, check["status"]) == (22, "fail"), check
     assert result.report["verdict"]["summary"].startswith("TensorFlow cannot open 1 CUDA library")
@@ -264,11 +261,7 @@ def newer(facts: TfFacts, wheels: dict[str, str] = NEWER_WHEELS, cudart: str = "
 
 
 def test_the_report_names_the_builds_and_the_installed_cuda(tmp_path: Path) -> None:
-    result = hosts.run_check(
-        hosts.docker_with_toolkit(tmp_path / "root"),
-        hosts.probes(hosts.nvml_two_healthy(), tf=image_facts(2)),
-        tmp_path,
-    )
+    result = _two_gpu_host(tmp_path, image_facts(2))
     check = result.check("tensorflow.driver_compat")
     assert check["status"] == "pass", check
     assert "driver supports CUDA 13.2 >= build's 12.5.1" in check["summary"]
