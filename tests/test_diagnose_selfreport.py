@@ -144,3 +144,18 @@ def test_a_named_literal_group_keeps_its_text_as_the_needle() -> None:
     assert literal_needle(r"^\W{0,4}(?P<name>(?-i:tensorflow-gpu)) +\d") == "tensorflow-gpu "
     assert literal_needle(r"(?P<v>\d+)\.x") == ".x"
     assert literal_needle(r"(?P<n>abc)?de") == "de"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "context"),
+    [
+        # conda's solver on a Mac (jiangyi15/tf-pwa#173) and `conda info` on Windows (anaconda-issues#12194)
+        ("Platform: osx-64", "macos"),
+        ("                          https://repo.anaconda.com/pkgs/main/win-64", "windows"),
+    ],
+)
+def test_condas_platform_names_where_the_empty_list_came_from(evidence: str, context: str) -> None:
+    result = diagnose([evidence, *EMPTY])
+    finding = result.failures[0]
+    assert result.code == ExitCode.TF_NOT_CUDA_BUILD and finding.context == context
+    assert "nothing else" not in finding.reason

@@ -31,8 +31,8 @@ _CPU_BUILDS = ("cpu_", "mkl_", "eigen_")  # conda build-string prefixes of varia
 _GPU_BUILDS = ("gpu_", "cuda")
 _CONDA_FORGE_FIRST_CUDA = (2, 6)
 _WINDOWS_LAST_CUDA = (2, 10)
-# pip prints the pin it could not satisfy: that package was never installed
-_NOT_INSTALLED = ("no matching distribution", "could not find a version")
+# pip prints the pin it could not satisfy, and the package it removed: neither is installed
+_NOT_INSTALLED = ("no matching distribution", "could not find a version", "uninstall")
 _PACKAGE_SIGNATURE = "tf-cpu-only-package"
 
 
