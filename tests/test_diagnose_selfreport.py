@@ -137,7 +137,7 @@ def test_the_reason_is_in_the_json_and_the_human_output() -> None:
     document = result.to_json()
     assert "before 1.15" in document["failures"][0]["reason"]
     json.dumps(document)
-    assert "  why:    tensorflow 1.14.0 (line 1)" in render(result, "log")
+    assert "  why:    tensorflow 1.14.0 (line 1): PyPI" in render(result, "log")
 
 
 def test_a_named_literal_group_keeps_its_text_as_the_needle() -> None:

@@ -46,8 +46,8 @@ class Package:
 
     def shown(self) -> str:
         version = ".".join(str(part) for part in self.version if part is not None)
-        where = ", ".join(part for part in (self.build, self.channel) if part)
-        return f"{self.name} {version}" + (f" ({where})" if where else "")
+        build = f" build {self.build}" if self.build else ""
+        return f"{self.name} {version}{build}" + (f" from {self.channel}" if self.channel else "")
 
 
 class SelfReport:
@@ -142,6 +142,7 @@ def _gpu_package(report: SelfReport) -> tuple[Package, str] | None:
 _BARE_REASON = (
     "TensorFlow lists no GPU and the log shows nothing else about it (no platform, package, CUDA library or"
     " driver line): in the public reports this was measured on, that answer alone came from a CPU-only build"
+    " (2 of 2)"
 )
 _BARE_ALTERNATIVES = (
     "A CUDA build whose CUDA libraries are missing (22) prints the same answer, after 'Could not load dynamic"
