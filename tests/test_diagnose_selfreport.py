@@ -59,6 +59,12 @@ def test_a_cpu_only_package_is_named_with_the_row_of_the_table(log: list[str], n
         ],
         # a sentence is not a pip row
         ["TensorFlow 1.14.0"],
+        # a pip list in a report of a collective failure: TensorFlow got as far as NCCL, the row is background
+        [
+            "tensorflow           1.14.0",
+            "tensorflow-gpu       1.14.0",
+            "NCCL WARN Cuda failure 'out of memory'",
+        ],
         # a CPU-only pin, but TensorFlow went on to load CUDA libraries: the build running has CUDA
         [
             "tensorflow==1.13.1",

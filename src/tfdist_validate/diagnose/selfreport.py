@@ -174,7 +174,10 @@ def conclude(
     cuda_finding = next((f for f in others if f.code in (ExitCode.TF_NO_GPU, ExitCode.UNSUPPORTED_GPU)), None)
     if proof is None and cuda_finding is not None and cuda_finding.lines:
         proof = cuda_finding.lines[0]
-    package = None if proof is not None else cpu_only_package(report)
+    # Any other failure (a collective, GPU memory, the driver...) means TensorFlow got further than a CPU-only
+    # package could take it, or names a deeper cause: a package row in such a log is background, not a cause.
+    busy = any(f.code != ExitCode.TF_NOT_CUDA_BUILD for f in others)
+    package = None if proof is not None or busy else cpu_only_package(report)
     if package is not None and not any(f.code == ExitCode.TF_NOT_CUDA_BUILD for f in others):
         findings.append(
             Finding(
