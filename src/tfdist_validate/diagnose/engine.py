@@ -18,7 +18,8 @@ from typing import BinaryIO
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
-from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Signature, Table, Version, load
+from tfdist_validate.diagnose.selfreport import SelfReport, conclude
+from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Fact, Signature, Table, Version, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
 
@@ -77,6 +78,9 @@ _GPU_CODES = frozenset(
 )
 
 
+_Item = Signature | Evidence | Version | Fact
+
+
 @dataclass
 class _Pending:
     """A first line was seen whose signature or version entry wants its `then` on a following line."""
@@ -96,14 +100,16 @@ class Matcher:
         self.evidence: dict[str, list[Line]] = {}
         self.tf_version: tuple[int, int] | None = None
         self.tf_version_line: Line | None = None
+        self.report = SelfReport()  # package and build facts, for the self-report reasoner
         self.lines_read = 0
         self._pending: list[_Pending] = []
-        # rest of a line after its timestamp -> (entry, where its match starts in that rest, version or None)
-        self._cache: dict[str, list[tuple[Signature | Evidence | Version, int, tuple[int, int] | None]]] = {}
-        self._items: list[Signature | Evidence | Version] = [
+        # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups)
+        self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None]]]] = {}
+        self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
             *self.table.versions,
+            *self.table.facts,
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -176,16 +182,16 @@ class Matcher:
                 item = self._items[index]
                 match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
                 if match is not None:
-                    matched.append((item, match.start() - skip, _version_of(item, match)))
+                    matched.append((item, match.start() - skip, match.groupdict()))
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
             self._cache[key] = matched
-        for item, start, version in matched:
+        for item, start, groups in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
-            if not isinstance(item, Evidence) and item.then:
+            if isinstance(item, (Signature, Version)) and item.then:
                 self._pending.append(_Pending(item, line))
             else:
-                self._record(item, line, version)
+                self._record(item, line, groups)
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
@@ -193,18 +199,14 @@ class Matcher:
             match = next(filter(None, (p.search(probe, lowered) for p in pending.item.then)), None)
             if match is not None:
                 then = Line(number, _shown(text, match.start()))
-                self._record(pending.item, pending.first, _version_of(pending.item, match), then)
+                self._record(pending.item, pending.first, match.groupdict(), then)
             elif pending.left > 1:
                 pending.left -= 1
                 still.append(pending)
         self._pending = still
 
     def _record(
-        self,
-        item: Signature | Evidence | Version,
-        line: Line,
-        version: tuple[int, int] | None,
-        then: Line | None = None,
+        self, item: _Item, line: Line, groups: dict[str, str | None], then: Line | None = None
     ) -> None:
         if isinstance(item, Signature):
             hits = self.hits.setdefault(item.id, _Hits())
@@ -215,9 +217,14 @@ class Matcher:
             seen = self.evidence.setdefault(item.context, [])
             if len(seen) < MAX_LINES_KEPT:
                 seen.append(line)
-        elif self.tf_version is None and version is not None:
-            self.tf_version = version
-            self.tf_version_line = then or line
+        elif isinstance(item, Fact):
+            self.report.add_fact(item.kind, line)
+        elif groups.get("minor") is not None:
+            if groups.get("name"):
+                self.report.add_package(groups, then or line)
+            if self.tf_version is None:
+                self.tf_version = int(groups.get("major") or 2), int(groups["minor"] or 0)
+                self.tf_version_line = then or line
 
     def result(self) -> Diagnosis:
         _docker_on_windows(self.evidence)
@@ -240,6 +247,8 @@ class Matcher:
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
+        if self.dry_run is None:
+            conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
         _mark_echoes(findings)
         findings.sort(key=_order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
@@ -247,13 +256,6 @@ class Matcher:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
-
-
-def _version_of(item: Signature | Evidence | Version, match: re.Match[str]) -> tuple[int, int] | None:
-    if not isinstance(item, Version) or "minor" not in match.re.groupindex:
-        return None
-    major = int(match.group("major")) if "major" in match.re.groupindex else 2
-    return major, int(match.group("minor"))
 
 
 # A container on a WSL2 host (Docker Desktop, or docker inside a WSL2 distro) gets its GPU only through WSL2's

@@ -34,6 +34,7 @@ class Finding:
     context: str | None = None  # the evidence that chose the code, for a context-dependent line
     alternatives: str = ""  # set when the code was a guess for want of evidence
     echo_of: str | None = None  # the signature whose failure this one only passes on (not a cause itself)
+    reason: str = ""  # the facts a reasoned code was decided from (selfreport.py), for the reader
 
     @property
     def is_failure(self) -> bool:
@@ -55,6 +56,7 @@ class Finding:
             "count": self.count,
             "context": self.context,
             "alternatives": self.alternatives or None,
+            "reason": self.reason or None,
             "echo_of": self.echo_of,
         }
 

@@ -7,6 +7,8 @@ and is refused by signatures.py, never silently skipped.
 
 from __future__ import annotations
 
+import re
+
 _META = set(".^$*+?{}[]()|\\")
 
 
@@ -68,10 +70,17 @@ def literal_needle(pattern: str) -> str:
             current = []
             i += 1
         elif ch in "([":
+            end = _skip_group(pattern, i)
+            quantified = end < len(pattern) and pattern[end] in "?*{"
+            inner = _plain_group(pattern[i:end]) if ch == "(" and not quantified else None
+            if inner:  # (?P<name>tensorflow-gpu): a named literal reads as the literal itself
+                current.extend(inner)
+                i = end
+                continue
             runs.append("".join(current))
             current = []
-            i = _skip_group(pattern, i)
-            if i < len(pattern) and pattern[i] in "?*{":
+            i = end
+            if quantified:
                 i = _skip_quantifier(pattern, i)
         elif ch in _META:
             runs.append("".join(current))
@@ -82,6 +91,20 @@ def literal_needle(pattern: str) -> str:
             i += 1
     runs.append("".join(current))
     return max(runs, key=len).lower()
+
+
+_GROUP_PREFIX = re.compile(r"\(\?(?::|P<\w+>|-i:)|\(")
+
+
+def _plain_group(group: str) -> str | None:
+    """The text of a group that holds only literal characters, e.g. `(?P<name>tensorflow-gpu)` or
+    `(?P<name>(?-i:tensorflow))` (case-sensitive; the scan is not, so the lowered text is its needle)."""
+    prefix = _GROUP_PREFIX.match(group)
+    inner = group[prefix.end() if prefix else 0 : -1] if group.endswith(")") else ""
+    if inner.startswith("(") and _skip_group(inner, 0) == len(inner):
+        return _plain_group(inner)
+    # a lookaround or any other "(?" group keeps its "?" in `inner`: not plain
+    return inner if inner and not any(ch in _META for ch in inner) else None
 
 
 def _skip_quantifier(pattern: str, start: int) -> int:

@@ -57,9 +57,25 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class Fact:
+    """Lines that say something about the TensorFlow build the log ran, for the self-report reasoner
+    (selfreport.py). Kinds: `cuda-build` (the build has CUDA: an XLA_GPU device, `is_cuda_build` True)."""
+
+    id: str
+    kind: str
+    title: str
+    patterns: tuple[Pattern, ...]
+    sources: tuple[str, ...]
+
+
+FACT_KINDS = ("cuda-build",)
+
+
+@dataclass(frozen=True)
 class Version:
     """Lines that say which TensorFlow the log ran: named groups `minor` and `major` (2 when absent; in `then`
-    when set)."""
+    when set). A pattern that also names the package (group `name`, with optional `patch`, `build` and
+    `channel`: a pip / conda list row, a pin, pip's "Successfully installed") is a package fact too."""
 
     id: str
     title: str
@@ -88,6 +104,8 @@ class Signature:
     when_tf_version: bool = False  # hit by any line that says TensorFlow's version (no patterns of its own)
     min_tf: tuple[int, int] | None = None  # counts only when the log shows TensorFlow at least this version
     older_tf_on_windows: tuple[int, int] | None = None  # native Windows below this version: TF_NO_GPU
+    reasoned: bool = False  # no patterns: found by the self-report reasoner from facts (selfreport.py)
+    no_gpu_answer: bool = False  # TensorFlow's own answer that it has no GPU: selfreport.py weighs it
 
     @property
     def is_failure(self) -> bool:
@@ -99,6 +117,7 @@ class Table:
     signatures: tuple[Signature, ...]
     evidence: tuple[Evidence, ...]
     versions: tuple[Version, ...] = ()
+    facts: tuple[Fact, ...] = ()
 
     def by_id(self, signature_id: str) -> Signature:
         for sig in self.signatures:
@@ -160,11 +179,12 @@ def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> 
 _SIGNATURE_KEYS = {
     "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
     "alternatives", "requires_context", "unless_context", "unless", "then", "when_tf_version", "min_tf",
-    "older_tf_on_windows",
+    "older_tf_on_windows", "reasoned", "no_gpu_answer",
 }  # fmt: skip
 _VERSION_KEYS = {"id", "title", "patterns", "then", "sources"}
 _VERSION_TEXT = re.compile(r"^(\d+)\.(\d+)$")
 _EVIDENCE_KEYS = {"id", "context", "title", "patterns", "sources"}
+_FACT_KEYS = {"id", "kind", "title", "patterns", "sources"}
 
 
 def _identify(kind: str, position: str, entry: Any, keys: set[str]) -> tuple[str, str]:
@@ -218,10 +238,14 @@ def _signature(index: int, entry: Any) -> Signature:
     for key, values in contexts.items():
         if not set(values) <= set(CONTEXTS):
             raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
-    when_tf_version = entry.get("when_tf_version", False)
-    if not isinstance(when_tf_version, bool):
-        raise SignatureError(f"{where}: when_tf_version must be true or false")
-    patterns = _patterns(where, entry, required=not when_tf_version)
+    flags = {key: entry.get(key, False) for key in ("when_tf_version", "reasoned", "no_gpu_answer")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise SignatureError(f"{where}: {key} must be true or false")
+    when_tf_version, reasoned = flags["when_tf_version"], flags["reasoned"]
+    if reasoned and entry.get("patterns"):
+        raise SignatureError(f"{where}: a reasoned signature has no patterns (the reasoner finds it)")
+    patterns = _patterns(where, entry, required=not (when_tf_version or reasoned))
     return Signature(
         id=sig_id,
         severity=severity,
@@ -241,6 +265,8 @@ def _signature(index: int, entry: Any) -> Signature:
         when_tf_version=when_tf_version,
         min_tf=_version(where, entry, "min_tf"),
         older_tf_on_windows=_version(where, entry, "older_tf_on_windows"),
+        reasoned=reasoned,
+        no_gpu_answer=flags["no_gpu_answer"],
     )
 
 
@@ -258,6 +284,15 @@ def _evidence(index: int, entry: Any) -> Evidence:
     )
 
 
+def _fact(index: int, entry: Any) -> Fact:
+    fact_id, where = _identify("fact", f"facts[{index}]", entry, _FACT_KEYS)
+    kind = entry.get("kind")
+    if kind not in FACT_KINDS:
+        raise SignatureError(f"{where}: kind must be one of {FACT_KINDS}")
+    sources = _urls(where, entry, "sources", required=True)
+    return Fact(fact_id, kind, _text(where, entry, "title"), _patterns(where, entry), sources)
+
+
 def _tf_version(index: int, entry: Any) -> Version:
     version_id, where = _identify("version", f"versions[{index}]", entry, _VERSION_KEYS)
     patterns = _patterns(where, entry)
@@ -272,15 +307,21 @@ def _tf_version(index: int, entry: Any) -> Version:
 def parse(data: Any) -> Table:
     if not isinstance(data, dict) or data.get("version") != 1:
         raise SignatureError("signatures: expected a mapping with version: 1")
-    raw: dict[str, Any] = {key: data.get(key, []) for key in ("contexts", "versions")}
+    raw: dict[str, Any] = {key: data.get(key, []) for key in ("contexts", "versions", "facts")}
     raw["signatures"] = data.get("signatures")
     if not all(isinstance(value, list) for value in raw.values()):
-        raise SignatureError("signatures: 'signatures', 'contexts' and 'versions' must be lists")
+        raise SignatureError("signatures: 'signatures', 'contexts', 'versions' and 'facts' must be lists")
     raw_sigs, raw_evidence, raw_versions = raw["signatures"], raw["contexts"], raw["versions"]
     signatures = tuple(_signature(i, e) for i, e in enumerate(raw_sigs))
     evidence = tuple(_evidence(i, e) for i, e in enumerate(raw_evidence))
     versions = tuple(_tf_version(i, e) for i, e in enumerate(raw_versions))
-    ids = [s.id for s in signatures] + [e.id for e in evidence] + [v.id for v in versions]
+    facts = tuple(_fact(i, e) for i, e in enumerate(raw["facts"]))
+    ids = (
+        [s.id for s in signatures]
+        + [e.id for e in evidence]
+        + [v.id for v in versions]
+        + [f.id for f in facts]
+    )
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise SignatureError(f"signatures: duplicate ids {duplicates}")
@@ -289,7 +330,7 @@ def parse(data: Any) -> Table:
         missing = set(sig.unless) - known
         if missing:
             raise SignatureError(f"signature {sig.id}: unless names unknown signatures {sorted(missing)}")
-    return Table(signatures, evidence, versions)
+    return Table(signatures, evidence, versions, facts)
 
 
 def parse_text(text: str) -> Table:
