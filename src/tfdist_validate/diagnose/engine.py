@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from tfdist_validate.diagnose import gpu_request
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -221,6 +222,7 @@ class Matcher:
 
     def result(self) -> Diagnosis:
         _docker_on_windows(self.evidence)
+        gpu_request.settle(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
         findings: list[Finding] = []
@@ -288,6 +290,9 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
         code = ExitCode.TF_NO_GPU
     both = context == "wsl2" and "container" in contexts and "container" in sig.by_context
     alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
+    without_gpu = gpu_request.reading(sig, code, contexts)
+    if without_gpu is not None:
+        (code, alternatives), context = without_gpu, gpu_request.NO_GPU_REQUEST
     return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
 
 
@@ -295,7 +300,7 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
 # abort (StartAbort, "Collective ops is aborted by", NCCL errors, timeouts). Those lines come after the
 # out-of-memory and pass it on; they are not a second cause, so they do not decide the code.
 _OOM = "gpu-out-of-memory"
-_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error"})
+_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error", "horovod-stalled-ranks"})
 
 
 def _mark_echoes(findings: list[Finding]) -> None:
