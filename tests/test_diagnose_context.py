@@ -120,3 +120,41 @@ def test_a_stall_after_a_ranks_out_of_memory_passes_the_out_of_memory_on() -> No
     result = diagnose([oom, stall])
     assert result.code == ExitCode.TRAINING_FAILED
     assert next(f for f in result.failures if f.signature.id == "horovod-stalled-ranks").echo_of is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # minimaxir/gpt-2-cloud-run#17
+        "When running the docker image, I receive the following cuda error. I have built the image using the"
+        " normal tensorflow==1.15, but as far as I know cuda is only required for tensorflow on GPU?",
+        # gaborvecsei/Barlow-Twins' Dockerfile; docker build's lines (gists of saprakashh, hairyhenderson,
+        # hakaneroztekin)
+        "FROM tensorflow/tensorflow:2.4.2-gpu",
+        "Step 1/6 : FROM ubuntu:18.04",
+        "Sending build context to Docker daemon 968.2 kB",
+        "=> [1/3] FROM docker.io/library/ubuntu",
+        # a pod manifest (kubernetes.io/docs/concepts/workloads/pods), an event (toolkit#1239)
+        "kind: Pod",
+        "Warning  Failed     10s (x2 over 10s)  kubelet            Error: failed to create containerd task",
+    ],
+)
+def test_container_evidence_from_prose_builds_and_manifests(line: str) -> None:
+    assert "container" in diagnose([line]).evidence
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "from tensorflow.python.client import device_lib",
+        '  File "/usr/lib/python3/dist-packages/keras/engine/training.py", line 1742, in fit',
+        "From 10:00 the job was queued",
+    ],
+)
+def test_python_imports_and_prose_are_no_dockerfile(line: str) -> None:
+    assert "container" not in diagnose([line]).evidence
+
+
+def test_wslg_is_wsl2_evidence() -> None:
+    # WSLg's mount, as learn.microsoft.com/windows/wsl/tutorials/gui-apps describes it
+    assert "wsl2" in diagnose(["ls /mnt/wslg"]).evidence
