@@ -158,3 +158,18 @@ def test_python_imports_and_prose_are_no_dockerfile(line: str) -> None:
 def test_wslg_is_wsl2_evidence() -> None:
     # WSLg's mount, as learn.microsoft.com/windows/wsl/tutorials/gui-apps describes it
     assert "wsl2" in diagnose(["ls /mnt/wslg"]).evidence
+
+
+def test_linux_lines_on_a_windows_machine_show_wsl2() -> None:
+    # a bash prompt (elvinpoon/tensorflow-CWS-LSTM#3) in a log whose other line is cmd's banner (WSL#7336)
+    prompt = (
+        "rzai@rzai00:~/prj/tensorflow-CWS-LSTM$ CUDA_VISIBLE_DEVICES=1 python model_lstm_build.py"
+        " --train=data/trainSeg.txt --model=model --iters=50"
+    )
+    banner = "Microsoft Windows [Version 10.0.22000.160]"
+    assert diagnose([prompt, NVIDIA_SMI]).code == ExitCode.NO_DRIVER  # Linux alone: a host
+    result = diagnose([banner, prompt, NVIDIA_SMI])
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert [line.number for line in result.evidence["wsl2"]] == [2, 1]
+    # Git Bash on Windows shows no colon after the host name: native Windows, not Linux
+    assert "wsl2" not in diagnose([banner, "me@HOST MINGW64 ~/project (main)", NVIDIA_SMI]).evidence

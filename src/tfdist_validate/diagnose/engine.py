@@ -266,13 +266,18 @@ _CONTEXT_PRIORITY = ("wsl2", "container", "windows", "macos")
 
 def _docker_on_windows(evidence: dict[str, list[Line]]) -> None:
     """Linux containers on a Windows host run in WSL2's VM (Docker Desktop's only GPU backend): a log that
-    shows both a container and native Windows shows WSL2, by the lines that showed the two. Docker Desktop
-    named in a log that shows macOS is the Mac edition, which has no GPU backend at all: no WSL2 evidence."""
+    shows both a container (or Linux itself) and native Windows shows WSL2, by the lines that showed the two.
+    Docker Desktop named in a log that shows macOS is the Mac edition, which has no GPU backend at all: no
+    WSL2 evidence."""
     wsl2 = evidence.get("wsl2", [])
     if "macos" in evidence and wsl2 and all(_DOCKER_DESKTOP in line.text.lower() for line in wsl2):
         del evidence["wsl2"]
     if "container" in evidence and "windows" in evidence and "wsl2" not in evidence:
         evidence["wsl2"] = [evidence["container"][0], evidence["windows"][0]]
+    # Linux's own lines (a bash prompt, ELF libraries, /home) in a log that shows a Windows machine: Linux on
+    # Windows, which reaches an NVIDIA GPU only as WSL2 (a Hyper-V or VirtualBox guest gets none)
+    if "linux" in evidence and "windows" in evidence and "wsl2" not in evidence:
+        evidence["wsl2"] = [evidence["linux"][0], evidence["windows"][0]]
 
 
 _DOCKER_DESKTOP = "docker desktop"
