@@ -173,3 +173,16 @@ def test_linux_lines_on_a_windows_machine_show_wsl2() -> None:
     assert [line.number for line in result.evidence["wsl2"]] == [2, 1]
     # Git Bash on Windows shows no colon after the host name: native Windows, not Linux
     assert "wsl2" not in diagnose([banner, "me@HOST MINGW64 ~/project (main)", NVIDIA_SMI]).evidence
+
+
+def test_a_failed_nvidia_module_build_is_no_driver_on_a_host_and_wsl2s_own_under_wsl() -> None:
+    # NVIDIA/open-gpu-kernel-modules#635; under WSL2 (WSL#6772's kernel string) no Linux driver may be built
+    line = "Consult /var/lib/dkms/nvidia/545.29.02/build/make.log for more information."
+    assert diagnose([line]).code == ExitCode.NO_DRIVER
+    kernel = (
+        "Linux version 5.4.91-microsoft-standard-WSL2 (oe-user@oe-host) (x86_64-msft-linux-gcc (GCC) 9.3.0,"
+        " GNU ld (GNU Binutils) 2.34.0.20200220) #1 SMP Mon Jan 25 18:39:31 UTC 2021"
+    )
+    assert diagnose([kernel, line]).code == ExitCode.WSL2_PASSTHROUGH
+    # another module's build log is no NVIDIA failure (xanmod/linux#46)
+    assert diagnose(["Consult /var/lib/dkms/bbswitch/0.8/build/make.log for more information."]).code == 0
