@@ -68,6 +68,8 @@ def test_a_gpu_request_anywhere_keeps_the_usual_reading() -> None:
         "docker run --rm -it \\",
         "nvidia-docker run -it tensorflow/tensorflow:latest-gpu bash",
         "singularity exec --nv tensorflow_latest-gpu.sif python train.py",
+        # docker's hint under its own errors (docs.docker.com/reference/cli/docker/container/run)
+        "See 'docker run --help'.",
     ],
 )
 def test_starts_that_may_reach_the_gpu_are_not_read_as_without_one(start: str) -> None:
