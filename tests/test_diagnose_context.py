@@ -70,6 +70,11 @@ def test_a_gpu_request_anywhere_keeps_the_usual_reading() -> None:
         "singularity exec --nv tensorflow_latest-gpu.sif python train.py",
         # docker's hint under its own errors (docs.docker.com/reference/cli/docker/container/run)
         "See 'docker run --help'.",
+        # the variable the nvidia runtime and podman's hook read (NVIDIA/nvidia-container-toolkit#182)
+        "Running `podman run --rm -e NVIDIA_VISIBLE_DEVICES=all nvidia/cuda:10.0-base nvidia-smi` returns the"
+        ' error `Error: container_linux.go:349: starting container process caused "exec: \\"nvidia-smi\\":'
+        ' executable file not found in $PATH": OCI runtime command not found error` Also, tried running from'
+        " `nvidia/cuda:latest`",
     ],
 )
 def test_starts_that_may_reach_the_gpu_are_not_read_as_without_one(start: str) -> None:
