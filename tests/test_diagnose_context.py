@@ -193,3 +193,16 @@ def test_a_failed_nvidia_module_build_is_no_driver_on_a_host_and_wsl2s_own_under
     assert diagnose([kernel, line]).code == ExitCode.WSL2_PASSTHROUGH
     # another module's build log is no NVIDIA failure (xanmod/linux#46)
     assert diagnose(["Consult /var/lib/dkms/bbswitch/0.8/build/make.log for more information."]).code == 0
+
+
+def test_a_prompt_with_a_windows_style_capital_host_name_is_wsl2_evidence() -> None:
+    # microsoft/WSL#8174: the prompt of the WSL shell of a machine named RIPPER, before its commands
+    assert "wsl2" in diagnose(["tux@RIPPER:~$"]).evidence
+    # Linux hosts: Ubuntu's suggested "user-ProductName" (nvidia-docker#858's System-Product-Name), cluster
+    # nodes, a container id
+    for prompt in (
+        "john@john-System-Product-Name:~$ nvidia-smi",
+        "a@node01:~$ ls",
+        "root@e09b51ed3473:/# ls",
+    ):
+        assert "wsl2" not in diagnose([prompt]).evidence
