@@ -198,6 +198,12 @@ def test_a_failed_nvidia_module_build_is_no_driver_on_a_host_and_wsl2s_own_under
 def test_a_prompt_with_a_windows_style_capital_host_name_is_wsl2_evidence() -> None:
     # microsoft/WSL#8174: the prompt of the WSL shell of a machine named RIPPER, before its commands
     assert "wsl2" in diagnose(["tux@RIPPER:~$"]).evidence
+    # microsoft/DirectML#18: TensorFlow names the host (MAKERPC) of a WSL shell
+    line = (
+        "2020-06-17 16:36:05.470029: I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:156] kernel driver"
+        " does not appear to be running on this host (MAKERPC): /proc/driver/nvidia/version does not exist"
+    )
+    assert diagnose([line]).code == ExitCode.WSL2_PASSTHROUGH
     # Linux hosts: Ubuntu's suggested "user-ProductName" (nvidia-docker#858's System-Product-Name), cluster
     # nodes, a container id
     for prompt in (
