@@ -17,6 +17,11 @@ _CONTEXT_WORDS = {
     "wsl2": "WSL2",
     "windows": "native Windows",
     "macos": "macOS",
+    "container-no-gpu": (
+        "a container started without a GPU request (no --gpus, --runtime=nvidia, CDI device or --nv)"
+    ),
+    "container-gpu": "a container started with a GPU request",
+    "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
     "cpu-dry-run": "a tfdist-validate CPU dry run (GPU problems are expected and not reported)",
 }
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from tfdist_validate.diagnose import gpu_request
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -228,6 +229,7 @@ class Matcher:
 
     def result(self) -> Diagnosis:
         _docker_on_windows(self.evidence)
+        gpu_request.settle(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
         findings: list[Finding] = []
@@ -266,13 +268,18 @@ _CONTEXT_PRIORITY = ("wsl2", "container", "windows", "macos")
 
 def _docker_on_windows(evidence: dict[str, list[Line]]) -> None:
     """Linux containers on a Windows host run in WSL2's VM (Docker Desktop's only GPU backend): a log that
-    shows both a container and native Windows shows WSL2, by the lines that showed the two. Docker Desktop
-    named in a log that shows macOS is the Mac edition, which has no GPU backend at all: no WSL2 evidence."""
+    shows both a container (or Linux itself) and native Windows shows WSL2, by the lines that showed the two.
+    Docker Desktop named in a log that shows macOS is the Mac edition, which has no GPU backend at all: no
+    WSL2 evidence."""
     wsl2 = evidence.get("wsl2", [])
     if "macos" in evidence and wsl2 and all(_DOCKER_DESKTOP in line.text.lower() for line in wsl2):
         del evidence["wsl2"]
     if "container" in evidence and "windows" in evidence and "wsl2" not in evidence:
         evidence["wsl2"] = [evidence["container"][0], evidence["windows"][0]]
+    # Linux's own lines (a bash prompt, ELF libraries, /home) in a log that shows a Windows machine: Linux on
+    # Windows, which reaches an NVIDIA GPU only as WSL2 (a Hyper-V or VirtualBox guest gets none)
+    if "linux" in evidence and "windows" in evidence and "wsl2" not in evidence:
+        evidence["wsl2"] = [evidence["linux"][0], evidence["windows"][0]]
 
 
 _DOCKER_DESKTOP = "docker desktop"
@@ -290,6 +297,9 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
         code = ExitCode.TF_NO_GPU
     both = context == "wsl2" and "container" in contexts and "container" in sig.by_context
     alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
+    without_gpu = gpu_request.reading(sig, code, contexts)
+    if without_gpu is not None:
+        (code, alternatives), context = without_gpu, gpu_request.NO_GPU_REQUEST
     return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
 
 
@@ -297,7 +307,7 @@ def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[
 # abort (StartAbort, "Collective ops is aborted by", NCCL errors, timeouts). Those lines come after the
 # out-of-memory and pass it on; they are not a second cause, so they do not decide the code.
 _OOM = "gpu-out-of-memory"
-_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error"})
+_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error", "horovod-stalled-ranks"})
 
 
 def _mark_echoes(findings: list[Finding]) -> None:

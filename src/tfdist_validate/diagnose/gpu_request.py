@@ -1,0 +1,49 @@
+"""Whether the container a log shows was asked for a GPU at all, and what that does to a failure's reading.
+
+A GPU reaches a container only when its start asks for one: `docker run --gpus ...`, `--runtime=nvidia`,
+a CDI device (`--device nvidia.com/gpu=all`), `nvidia-docker run`, Singularity / Apptainer's `--nv`
+(docs.docker.com/engine/containers/resource_constraints/#gpu, the NVIDIA Container Toolkit's user guide,
+apptainer.org/docs/user/main/gpu.html). A `docker run` / `podman run` / `singularity exec` line without any
+of these (signatures.yaml: the `container-no-gpu` evidence) started a container with no GPU device and no
+driver library. There a line that reads as "no GPU access" in any container (by_context container: 11) means
+exactly that, even on a WSL2 host, and so do the lines a container without libcuda makes (the CUDA runtime's
+"driver insufficient", TensorFlow finding no GPU), which name `container-no-gpu` in their by_context. A start
+that did ask for a GPU anywhere in the same log (`container-gpu`, typically the user's retry) wins: then the
+lines keep their usual reading. Lines about the host itself (a missing kernel module) are never re-read.
+"""
+
+from __future__ import annotations
+
+from tfdist_validate.diagnose.findings import Line
+from tfdist_validate.diagnose.signatures import Signature
+from tfdist_validate.exitcodes import ExitCode
+
+NO_GPU_REQUEST = "container-no-gpu"
+GPU_REQUEST = "container-gpu"
+
+
+def settle(evidence: dict[str, list[Line]]) -> None:
+    """A start with a GPU request anywhere in the log cancels the starts without one; a start without one is
+    a container all the same (signatures that read a container's lines need the `container` context)."""
+    if GPU_REQUEST in evidence:
+        evidence.pop(NO_GPU_REQUEST, None)
+    if NO_GPU_REQUEST in evidence and "container" not in evidence:
+        evidence["container"] = list(evidence[NO_GPU_REQUEST])
+
+
+def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[ExitCode, str] | None:
+    """(11, what else it could be) when the container was started without a GPU request and the line means no
+    GPU access there; None when the usual reading stands."""
+    if NO_GPU_REQUEST not in contexts or code is None:
+        return None
+    meant = sig.by_context.get(NO_GPU_REQUEST) or sig.by_context.get("container")
+    if meant != ExitCode.CONTAINER_NO_GPU:
+        return None
+    if code == ExitCode.CONTAINER_NO_GPU:  # read so already, from the container: now also why
+        return code, ""
+    why = (
+        f"The container was started without a GPU request; without that line this reads as {code.name}"
+        f" ({int(code)}). If the container did get the GPU (a --gpus in a compose file or wrapper script, the"
+        " nvidia runtime as docker's default), that reading stands."
+    )
+    return ExitCode.CONTAINER_NO_GPU, why
