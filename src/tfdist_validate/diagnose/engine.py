@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from tfdist_validate.diagnose import capability
+from tfdist_validate.diagnose.capability import CapabilityFacts, Fact
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -31,6 +33,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
+_Item = Signature | Evidence | Version | Fact  # what a line is tested against
 
 
 @dataclass
@@ -98,12 +101,15 @@ class Matcher:
         self.tf_version_line: Line | None = None
         self.lines_read = 0
         self._pending: list[_Pending] = []
-        # rest of a line after its timestamp -> (entry, where its match starts in that rest, version or None)
-        self._cache: dict[str, list[tuple[Signature | Evidence | Version, int, tuple[int, int] | None]]] = {}
-        self._items: list[Signature | Evidence | Version] = [
+        self.capability = CapabilityFacts()
+        # rest of a line after its timestamp -> (entry, where its match starts in that rest, its value or
+        # None: a version's (major, minor), a fact's value)
+        self._cache: dict[str, list[tuple[_Item, int, object]]] = {}
+        self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
             *self.table.versions,
+            *capability.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -182,7 +188,7 @@ class Matcher:
             self._cache[key] = matched
         for item, start, version in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
-            if not isinstance(item, Evidence) and item.then:
+            if isinstance(item, (Signature, Version)) and item.then:
                 self._pending.append(_Pending(item, line))
             else:
                 self._record(item, line, version)
@@ -199,14 +205,10 @@ class Matcher:
                 still.append(pending)
         self._pending = still
 
-    def _record(
-        self,
-        item: Signature | Evidence | Version,
-        line: Line,
-        version: tuple[int, int] | None,
-        then: Line | None = None,
-    ) -> None:
-        if isinstance(item, Signature):
+    def _record(self, item: _Item, line: Line, version: object, then: Line | None = None) -> None:
+        if isinstance(item, Fact):
+            self.capability.add(item, line, version)
+        elif isinstance(item, Signature):
             hits = self.hits.setdefault(item.id, _Hits())
             hits.add(line)
             if then is not None and len(hits.lines) < MAX_LINES_KEPT:
@@ -215,7 +217,7 @@ class Matcher:
             seen = self.evidence.setdefault(item.context, [])
             if len(seen) < MAX_LINES_KEPT:
                 seen.append(line)
-        elif self.tf_version is None and version is not None:
+        elif self.tf_version is None and isinstance(version, tuple):
             self.tf_version = version
             self.tf_version_line = then or line
 
@@ -223,11 +225,16 @@ class Matcher:
         _docker_on_windows(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
+        reasoned = self._reasoned()
+        found |= set(reasoned)
         findings: list[Finding] = []
         for sig in self.table.signatures:
             hits = self.hits.get(sig.id)
             if sig.when_tf_version and self.tf_version_line is not None:
                 hits = _Hits([self.tf_version_line], 1)
+            verdict = reasoned.get(sig.id)
+            if verdict is not None:
+                hits = _Hits(verdict.lines, len(verdict.lines))
             if hits is None:
                 continue
             if sig.requires_context and not contexts & set(sig.requires_context):
@@ -237,6 +244,7 @@ class Matcher:
             if sig.min_tf and (self.tf_version is None or self.tf_version < sig.min_tf):
                 continue
             finding = _resolve(sig, hits, contexts, self.tf_version)
+            finding.why = verdict.why if verdict is not None else ""
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
@@ -248,8 +256,21 @@ class Matcher:
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
 
+    def _reasoned(self) -> dict[str, capability.Verdict]:
+        """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner."""
+        failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
+        verdicts = {}
+        for sig in self.table.signatures:
+            if sig.reasoner == "gpu-capability":
+                verdict = self.capability.judge(self.tf_version, self.tf_version_line, failed)
+                if verdict is not None:
+                    verdicts[sig.id] = verdict
+        return verdicts
 
-def _version_of(item: Signature | Evidence | Version, match: re.Match[str]) -> tuple[int, int] | None:
+
+def _version_of(item: _Item, match: re.Match[str]) -> object:
+    if isinstance(item, Fact):
+        return item.value(match)
     if not isinstance(item, Version) or "minor" not in match.re.groupindex:
         return None
     major = int(match.group("major")) if "major" in match.re.groupindex else 2

@@ -34,6 +34,9 @@ class Finding:
     context: str | None = None  # the evidence that chose the code, for a context-dependent line
     alternatives: str = ""  # set when the code was a guess for want of evidence
     echo_of: str | None = None  # the signature whose failure this one only passes on (not a cause itself)
+    why: str = (
+        ""  # a whole-log reasoner's account of this log ("GeForce GTX 780 Ti has compute capability ...")
+    )
 
     @property
     def is_failure(self) -> bool:
@@ -56,6 +59,7 @@ class Finding:
             "context": self.context,
             "alternatives": self.alternatives or None,
             "echo_of": self.echo_of,
+            "why": self.why or None,
         }
 
 

@@ -32,6 +32,8 @@ class SignatureError(ValueError):
     """signatures.yaml is malformed: a packaging bug, reported with the entry that is wrong."""
 
 
+# Whole-log reasoners a signature can name (`reasoner:`): facts gathered in the one pass, judged at the end.
+REASONERS = ("gpu-capability",)
 MIN_NEEDLE = 1  # every pattern must require some literal: a line holding no needle is never matched
 
 
@@ -88,6 +90,7 @@ class Signature:
     when_tf_version: bool = False  # hit by any line that says TensorFlow's version (no patterns of its own)
     min_tf: tuple[int, int] | None = None  # counts only when the log shows TensorFlow at least this version
     older_tf_on_windows: tuple[int, int] | None = None  # native Windows below this version: TF_NO_GPU
+    reasoner: str = ""  # hit by a whole-log reasoner (REASONERS) instead of patterns of its own
 
     @property
     def is_failure(self) -> bool:
@@ -125,6 +128,11 @@ def _compile(where: str, text: Any) -> Pattern:
     return Pattern(text, regex, needles)
 
 
+def compile_pattern(where: str, text: str) -> Pattern:
+    """A pattern compiled and checked as a signature's is (diagnose/capability.py's facts use it too)."""
+    return _compile(where, text)
+
+
 def _strings(where: str, entry: Mapping[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
     value = entry.get(key, [])
     if isinstance(value, str):
@@ -160,7 +168,7 @@ def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> 
 _SIGNATURE_KEYS = {
     "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
     "alternatives", "requires_context", "unless_context", "unless", "then", "when_tf_version", "min_tf",
-    "older_tf_on_windows",
+    "older_tf_on_windows", "reasoner",
 }  # fmt: skip
 _VERSION_KEYS = {"id", "title", "patterns", "then", "sources"}
 _VERSION_TEXT = re.compile(r"^(\d+)\.(\d+)$")
@@ -221,7 +229,10 @@ def _signature(index: int, entry: Any) -> Signature:
     when_tf_version = entry.get("when_tf_version", False)
     if not isinstance(when_tf_version, bool):
         raise SignatureError(f"{where}: when_tf_version must be true or false")
-    patterns = _patterns(where, entry, required=not when_tf_version)
+    reasoner = entry.get("reasoner", "")
+    if reasoner and reasoner not in REASONERS:
+        raise SignatureError(f"{where}: reasoner must be one of {REASONERS}")
+    patterns = _patterns(where, entry, required=not (when_tf_version or reasoner))
     return Signature(
         id=sig_id,
         severity=severity,
@@ -241,6 +252,7 @@ def _signature(index: int, entry: Any) -> Signature:
         when_tf_version=when_tf_version,
         min_tf=_version(where, entry, "min_tf"),
         older_tf_on_windows=_version(where, entry, "older_tf_on_windows"),
+        reasoner=reasoner,
     )
 
 
