@@ -60,7 +60,8 @@ class Fact:
 
 _NUMBERS = re.compile(r"(\d{1,2})(?:\.| minor: )(\d)")
 _BRAND_BEFORE = re.compile(r"(?:NVIDIA )?(?:GeForce )?$", re.IGNORECASE)
-_SUFFIX_AFTER = re.compile(r"^ ?(?:Ti|SUPER|Black|Z)\b", re.IGNORECASE)
+# "Ti", "SUPER" after the model number; a board letter glued to it ("Tesla K40m", "K20Xm", "K40c")
+_SUFFIX_AFTER = re.compile(r"^(?: ?(?:Ti|SUPER|Black|Z)\b|[cmx]{1,2}\b)", re.IGNORECASE)
 
 
 def _shown_name(match: re.Match[str]) -> str:
