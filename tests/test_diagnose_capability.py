@@ -174,3 +174,66 @@ def test_the_release_table_is_ordered_sourced_and_without_gaps_from_1_0() -> Non
     assert all(b.source.startswith("https://") for b in builds)
     assert knowledge.newest_target((10, 1)) == (7, 5)
     assert knowledge.newest_target((11, 2)) == (8, 6)
+
+
+# ---------------------------------------------------------- the driver against the CUDA it must run (13)
+DRIVER = "driver-older-than-cuda"
+
+
+def _driver_why(log: str) -> str | None:
+    found = [f for f in diagnose(log).findings if f.signature.id == DRIVER]
+    return found[0].why if found else None
+
+
+# TensorFlow's own diagnostics when the loaded libcuda and the kernel driver differ (tensorflow#22525)
+_NEWER_DSO = (
+    "E tensorflow/stream_executor/cuda/cuda_diagnostics.cc:303] kernel version 450.66.0 does not match DSO"
+    " version 450.142.0 -- cannot find working devices in this configuration"
+)
+
+
+def test_a_newer_libcuda_in_a_container_is_the_images_forward_compatibility_library() -> None:
+    log = f"docker run --gpus all my/image python train.py\n{_NEWER_DSO}"
+    why = _driver_why(log)
+    assert why is not None and "450.66.0" in why and "450.142.0" in why
+    assert int(diagnose(log).code) == 13
+
+
+def test_on_a_bare_host_a_version_mismatch_stays_a_driver_upgraded_without_reboot() -> None:
+    assert _driver_why(_NEWER_DSO) is None
+    assert int(diagnose(_NEWER_DSO).code) == 10
+
+
+def test_a_driver_below_what_the_builds_cuda_needs_is_named_with_both_versions() -> None:
+    """TF 2.4 is built with CUDA 11.0; driver 418 is below 450.80.02, the oldest that runs CUDA 11.x."""
+    log = (
+        "tensorflow 2.4.1\n"
+        "I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:204] kernel reported version is: 418.67.0\n"
+        "E tensorflow/stream_executor/cuda/cuda_driver.cc:328] failed call to cuInit: CUDA_ERROR_NO_DEVICE:"
+        " no CUDA-capable device is detected"
+    )
+    why = _driver_why(log)
+    assert why is not None and "418.67.0" in why and "450.80.02" in why and "CUDA 11.0" in why
+    assert int(diagnose(log).code) == 13
+
+
+def test_a_driver_new_enough_for_the_build_is_not_blamed() -> None:
+    """tensorflow/tensorflow#31319: TF 1.14 (CUDA 10.0, driver >= 410.48) on driver 410.72: the failure
+    there had another cause, and the versions must not be made to say otherwise."""
+    log = (
+        "Tensorflow-gpu 1.14\n"
+        "| NVIDIA-SMI 410.72       Driver Version: 410.72       CUDA Version: 10.0     |\n"
+        "cudaGetDevice() failed. Status: CUDA driver version is insufficient for CUDA runtime version"
+    )
+    assert _driver_why(log) is None
+
+
+def test_windows_driver_numbers_are_not_compared_with_linux_tables() -> None:
+    log = (
+        "tensorflow 2.4.1\n"
+        r"C:\Users\me\AppData\Local\Programs\Python\Python38\lib\site-packages\tensorflow\__init__.py"
+        "\n"
+        "| NVIDIA-SMI 418.96       Driver Version: 418.96       CUDA Version: 10.1     |\n"
+        "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
+    )
+    assert _driver_why(log) is None

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability
+from tfdist_validate.diagnose import capability, driver_cuda
 from tfdist_validate.diagnose.capability import CapabilityFacts, Fact
+from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -102,6 +103,7 @@ class Matcher:
         self.lines_read = 0
         self._pending: list[_Pending] = []
         self.capability = CapabilityFacts()
+        self.driver = DriverFacts()
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its value or
         # None: a version's (major, minor), a fact's value)
         self._cache: dict[str, list[tuple[_Item, int, object]]] = {}
@@ -110,6 +112,7 @@ class Matcher:
             *self.table.evidence,
             *self.table.versions,
             *capability.facts(),
+            *driver_cuda.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -206,7 +209,9 @@ class Matcher:
         self._pending = still
 
     def _record(self, item: _Item, line: Line, version: object, then: Line | None = None) -> None:
-        if isinstance(item, Fact):
+        if isinstance(item, DriverFact):
+            self.driver.add(item, line, version)
+        elif isinstance(item, Fact):
             self.capability.add(item, line, version)
         elif isinstance(item, Signature):
             hits = self.hits.setdefault(item.id, _Hits())
@@ -225,7 +230,7 @@ class Matcher:
         _docker_on_windows(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
-        reasoned = self._reasoned()
+        reasoned = self._reasoned(contexts)
         found |= set(reasoned)
         findings: list[Finding] = []
         for sig in self.table.signatures:
@@ -256,15 +261,18 @@ class Matcher:
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
 
-    def _reasoned(self) -> dict[str, capability.Verdict]:
-        """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner."""
+    def _reasoned(self, contexts: set[str]) -> dict[str, capability.Verdict]:
+        """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner. A GPU
+        outside the build explains kernel failures before an old driver does: the driver is judged only
+        when the GPU is not."""
         failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
         verdicts = {}
+        gpu = self.capability.judge(self.tf_version, self.tf_version_line, failed)
+        driver = self.driver.judge(self.tf_version, self.tf_version_line, contexts, failed)
         for sig in self.table.signatures:
-            if sig.reasoner == "gpu-capability":
-                verdict = self.capability.judge(self.tf_version, self.tf_version_line, failed)
-                if verdict is not None:
-                    verdicts[sig.id] = verdict
+            verdict = {"gpu-capability": gpu, "driver-cuda": None if gpu else driver}.get(sig.reasoner)
+            if verdict is not None:
+                verdicts[sig.id] = verdict
         return verdicts
 
 

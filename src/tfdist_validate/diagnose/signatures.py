@@ -33,7 +33,7 @@ class SignatureError(ValueError):
 
 
 # Whole-log reasoners a signature can name (`reasoner:`): facts gathered in the one pass, judged at the end.
-REASONERS = ("gpu-capability",)
+REASONERS = ("gpu-capability", "driver-cuda")
 MIN_NEEDLE = 1  # every pattern must require some literal: a line holding no needle is never matched
 
 

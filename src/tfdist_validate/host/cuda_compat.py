@@ -21,6 +21,19 @@ MINIMUM_DRIVER = {
     13: ((580,), (580,)),
 }
 
+# Before CUDA 11 there was no minor-version compatibility: each toolkit needed its own driver or newer. Linux
+# x86_64, CUDA Toolkit Release Notes, table "CUDA Toolkit and Corresponding Driver Versions"
+# (https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).
+TOOLKIT_DRIVER = {
+    (8, 0): (375, 26),
+    (9, 0): (384, 81),
+    (9, 1): (387, 26),
+    (9, 2): (396, 26),
+    (10, 0): (410, 48),
+    (10, 1): (418, 39),
+    (10, 2): (440, 33),
+}
+
 
 def version_tuple(text: str | None) -> tuple[int, ...] | None:
     if not text:
