@@ -237,3 +237,28 @@ def test_windows_driver_numbers_are_not_compared_with_linux_tables() -> None:
         "failed call to cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"
     )
     assert _driver_why(log) is None
+
+
+def test_a_gpu_tensorflow_cannot_use_explains_its_empty_gpu_list() -> None:
+    """tensorflow/tensorflow#227's card (GeForce GTX 560, 2.1) with TensorFlow's own empty-list answer: the
+    GPU is the reason the list is empty (23), not a missing CUDA library (22)."""
+    log = (
+        "I have a little bit old GPU card with compute capability 2.0 (GeForce GTX 560).\n"
+        ">>> tf.config.list_physical_devices('GPU')\n[]"
+    )
+    assert int(diagnose(log).code) == 23
+
+
+def test_tensorflow_without_cuda_on_windows_stays_the_cause_whatever_the_gpu() -> None:
+    """TensorFlow 2.11+ has no CUDA build for native Windows (21): an old GPU does not matter there."""
+    log = (
+        r"PS C:\Users\me> python -c 'import tensorflow as tf; print(tf.__version__)'"
+        "\n"
+        "tensorflow 2.15.0\nI have a little bit old GPU card (GeForce GTX 560).\n"
+        ">>> tf.config.list_physical_devices('GPU')\n[]"
+    )
+    assert int(diagnose(log).code) == 21
+
+
+def test_a_mobile_gpu_written_without_its_series_word_is_found() -> None:
+    assert _named("My graphic card is dual GeForce 780M") == {"GeForce 780M": (3, 0)}

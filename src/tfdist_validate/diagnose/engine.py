@@ -35,6 +35,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
 _Item = Signature | Evidence | Version | Fact  # what a line is tested against
+_NO_CUDA_ON_WINDOWS = (2, 11)  # the first TensorFlow release without a native-Windows CUDA build
 
 
 @dataclass
@@ -268,6 +269,10 @@ class Matcher:
         failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
         verdicts = {}
         gpu = self.capability.judge(self.tf_version, self.tf_version_line, failed)
+        if "macos" in contexts or (
+            "windows" in contexts and (self.tf_version or (0, 0)) >= _NO_CUDA_ON_WINDOWS
+        ):
+            gpu = None  # TensorFlow without CUDA at all (21): no GPU model matters there
         driver = self.driver.judge(self.tf_version, self.tf_version_line, contexts, failed)
         for sig in self.table.signatures:
             verdict = {"gpu-capability": gpu, "driver-cuda": None if gpu else driver}.get(sig.reasoner)

@@ -87,7 +87,10 @@ def patterns_for(name: str) -> tuple[str, ...]:
         kind = series.group(1) or series.group(4)
         number, mobile = series.group(2) or series.group(5), series.group(3) or ""
         guard = r"\b" if mobile else _NOT_LONGER
-        return tuple(rf"\b{s}{guard}" for s in _spellings([kind, number + mobile]))
+        found = [rf"\b{s}{guard}" for s in _spellings([kind, number + mobile])]
+        if kind in ("GTX", "GT", "GTS"):  # "GeForce 780M", "GeForce 750 Ti": the series word dropped
+            found.append(rf"\bGeForce {number}{mobile}{guard}")
+        return tuple(found)
     if re.fullmatch(r"\d{3}MX?", name):  # GeForce 940M / 940MX: the number with its suffix is the needle
         return (rf"\b{name}\b",)
     if re.fullmatch(r"\d{3}", name):  # GeForce 210: only with the brand, a bare number is anything
