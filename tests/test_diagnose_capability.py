@@ -262,3 +262,18 @@ def test_tensorflow_without_cuda_on_windows_stays_the_cause_whatever_the_gpu() -
 
 def test_a_mobile_gpu_written_without_its_series_word_is_found() -> None:
     assert _named("My graphic card is dual GeForce 780M") == {"GeForce 780M": (3, 0)}
+
+
+def test_a_newer_cuda_on_a_minor_compatible_driver_fails_on_ptx_and_names_the_driver_it_needs() -> None:
+    """jax-ml/jax#5723: nvcc 11.7 with driver 470.82.01 (CUDA 11.4): 11.7's machine code would load on 470
+    (>= 450.80.02), its PTX needs 515.43.04."""
+    log = (
+        "Cuda compilation tools, release 11.7, V11.7.64\n"
+        "| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |\n"
+        "No kernel image is available for execution on the device"
+    )
+    why = _driver_why(log)
+    assert why is not None and "470.82.01" in why and "515.43.04" in why
+    assert int(diagnose(log).code) == 13
+    # the same failure with the toolkit's own driver is not the driver's fault
+    assert _driver_why(log.replace("470.82.01", "515.65.01")) is None

@@ -18,7 +18,7 @@ Only Linux driver numbers are compared: Windows drivers (native or under WSL2) a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from tfdist_validate.diagnose.capability import Fact, Verdict
@@ -33,9 +33,27 @@ _DRIVER = (
     rf"Driver Version: +{_VERSION}",  # nvidia-smi's header
     rf"kernel reported version is: {_VERSION}",  # TensorFlow's cuda_diagnostics
     rf"NVIDIA UNIX \S+ Kernel Module +{_VERSION}",  # /proc/driver/nvidia/version (NVRM banner)
+    # prose and environment reports: "nvidia driver version 470", "Nvidia driver version: 455.23.04",
+    # TensorFlow's "Possibly insufficient driver version: 390.87.0"
+    r"\bdriver version:? (?:is )?(?P<v>\d{3}(?:\.\d\d?\d?)?(?:\.\d\d?\d?)?)\b(?!\.)",
 )
 _MISMATCH = (
     rf"kernel version {_VERSION} does not match DSO version (?P<dso>\d{{3}}\.\d{{1,3}}(?:\.\d{{1,3}})?)",
+)
+# A CUDA release the log's software was built with or compiles with (nvcc's banner, "cuda-11.6.2",
+# "CUDA 11.7", an nvidia/cuda image tag); not nvidia-smi's "CUDA Version:", which is the driver's own.
+_CUDA = (
+    r"compilation tools, release (?P<major>1[0-3])\.(?P<minor>\d)\b",
+    r"\bcuda-(?P<major>1[0-3])\.(?P<minor>\d)\b",
+    r"\bcuda (?P<major>1[0-3])\.(?P<minor>\d)\b",
+    r"\bnvidia/cuda:(?P<major>1[0-3])\.(?P<minor>\d)\b",
+)
+# What a driver that runs a newer CUDA's machine code, but not the PTX it makes, reports.
+_PTX = (
+    r"no kernel image is available",
+    r"kernel image is invalid",
+    r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    r"PTX was compiled with an unsupported toolchain",
 )
 
 
@@ -44,18 +62,23 @@ def _numbers(text: str) -> tuple[int, ...]:
 
 
 class DriverFact(Fact):
-    """A driver version (kind "driver") or a kernel/DSO pair (kind "mismatch") a line states."""
+    """A driver version ("driver"), a kernel/DSO pair ("mismatch"), a CUDA release ("cuda") or a kernel that
+    could not load ("ptx") a line states."""
 
     def value(self, match: re.Match[str]) -> object:
         if self.kind == "mismatch":
             return _numbers(match.group("v")), _numbers(match.group("dso"))
+        if self.kind == "cuda":
+            return int(match.group("major")), int(match.group("minor"))
+        if self.kind == "ptx":
+            return True
         return _numbers(match.group("v"))
 
 
 @lru_cache(maxsize=1)
 def facts() -> tuple[Fact, ...]:
     found: list[Fact] = []
-    for kind, texts in (("driver", _DRIVER), ("mismatch", _MISMATCH)):
+    for kind, texts in (("driver", _DRIVER), ("mismatch", _MISMATCH), ("cuda", _CUDA), ("ptx", _PTX)):
         found += [
             DriverFact(f"{kind}:{i}", kind, (compile_pattern(f"{kind} fact", t),))
             for i, t in enumerate(texts)
@@ -67,7 +90,8 @@ def facts() -> tuple[Fact, ...]:
 class DriverFacts:
     driver: tuple[tuple[int, ...], Line] | None = None  # the first driver version stated
     mismatch: tuple[tuple[int, ...], tuple[int, ...], Line] | None = None
-    seen: list[Line] = field(default_factory=list)
+    cuda: tuple[Capability, Line] | None = None  # the first CUDA release named
+    ptx: Line | None = None  # the first kernel that could not load
 
     def add(self, fact: Fact, line: Line, value: object) -> None:
         if fact.kind == "driver" and self.driver is None and isinstance(value, tuple):
@@ -77,6 +101,10 @@ class DriverFacts:
             self.mismatch = (kernel, dso, line)
             if self.driver is None:
                 self.driver = (kernel, line)
+        elif fact.kind == "cuda" and self.cuda is None and isinstance(value, tuple):
+            self.cuda = (value, line)
+        elif fact.kind == "ptx" and self.ptx is None:
+            self.ptx = line
 
     def judge(
         self, tf_version: Capability | None, tf_line: Line | None, contexts: set[str], failed: bool
@@ -93,6 +121,10 @@ class DriverFacts:
                     " data-center GPUs with a supported driver branch",
                     [line],
                 )
+        if self.driver is not None and self.cuda is not None and self.ptx is not None:
+            verdict = _ptx_needs_newer_driver(self.driver, self.cuda, self.ptx)
+            if verdict is not None:
+                return verdict
         if self.driver is None or tf_version is None or tf_line is None or not failed:
             return None
         build = load().build_of(tf_version)
@@ -109,6 +141,24 @@ class DriverFacts:
         )
 
 
+def _ptx_needs_newer_driver(
+    driver_seen: tuple[tuple[int, ...], Line], cuda_seen: tuple[Capability, Line], ptx: Line
+) -> Verdict | None:
+    """CUDA 11+ minor-version compatibility runs a newer toolkit's machine code on an older driver of the same
+    major, but PTX that toolkit makes needs the toolkit's own driver: "no kernel image" there."""
+    (driver, driver_line), (cuda, cuda_line) = driver_seen, cuda_seen
+    needed = TOOLKIT_DRIVER.get(cuda)
+    floor = MINIMUM_DRIVER.get(cuda[0])
+    if needed is None or floor is None or not floor[0] <= driver < needed:
+        return None
+    return Verdict(
+        f"driver {_dotted(driver)} runs CUDA {shown(cuda)} (named in the log) only through minor-version"
+        f" compatibility: its machine code loads, PTX that CUDA {shown(cuda)} made does not; that needs"
+        f" driver {show_version(needed)} or newer",
+        sorted({driver_line, cuda_line, ptx}, key=lambda x: x.number),
+    )
+
+
 def _minimum_driver(cuda: Capability) -> tuple[tuple[int, ...], str] | None:
     """The oldest Linux driver that runs CUDA `cuda` at all: from CUDA 11 on, the major's minor-version
     compatibility floor; before, the toolkit's own driver (there was no minor-version compatibility)."""
@@ -120,4 +170,5 @@ def _minimum_driver(cuda: Capability) -> tuple[tuple[int, ...], str] | None:
 
 
 def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(str(part) for part in version)
+    """A driver version as NVIDIA writes it ("460.73.01"; TensorFlow prints "460.73.1")."""
+    return show_version(version)
