@@ -27,8 +27,9 @@ signature of the sixth round changed; it is scored once, at the end of the sixth
 `held7` is the seventh round's held-back set, collected the same way (and under the same scope) before any
 signature of the seventh round changed; it is scored once, at the end of the seventh round.
 
-`held8` is the eighth round's held-back set, gathered by three collectors on their own branches while the eighth
-round's signature work went on elsewhere, never run through `diagnose`; it is scored once, at the end of that round.
+`held8` is the eighth round's held-back set, gathered by three collectors on their own branches while the
+eighth round's signature work went on elsewhere, never run through `diagnose`; it is scored once, at the end
+of that round.
 """
 
 from __future__ import annotations
@@ -102,9 +103,7 @@ def score(entries: list[dict[str, Any]], show_misses: bool) -> tuple[int, int, d
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--half", choices=("read", "held", *LATER_ROUNDS, "all"), default="read"
-    )
+    parser.add_argument("--half", choices=("read", "held", *LATER_ROUNDS, "all"), default="read")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
     args = parser.parse_args()

@@ -507,4 +507,4 @@ def test_tensorflow_macos_ml_compute_is_macos_evidence() -> None:
     ):
         result = diagnose([line, empty])
         assert result.code == ExitCode.TF_NOT_CUDA_BUILD
-        assert result.failures[0].context == "macos" and "macOS" in result.failures[0].reason
+        assert result.failures[0].context == "macos" and "macOS" in result.failures[0].why

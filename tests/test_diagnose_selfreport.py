@@ -17,7 +17,7 @@ PACKAGE = "tf-cpu-only-package"
 def _package_finding(log: list[str]) -> str | None:
     found = [f for f in diagnose(log).failures if f.signature.id == PACKAGE]
     assert len(found) <= 1
-    return found[0].reason if found else None
+    return found[0].why if found else None
 
 
 @pytest.mark.parametrize(
@@ -72,6 +72,20 @@ def test_a_cpu_only_package_is_named_with_the_row_of_the_table(log: list[str], n
             " Could not load dynamic library 'libcudart.so.10.1'; dlerror: libcudart.so.10.1: cannot open"
             " shared object file: No such file or directory",
         ],
+        # a CPU-only version row, but the GPU platform found and used a device (gpu_device.cc's own lines,
+        # as a TensorFlow 1.x log on a GTX 980 printed them): the build running has GPU support
+        [
+            "tensorflow           1.10.0",
+            "2019-07-05 11:50:26.575777: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1405] Found"
+            " device 0 with properties: ",
+        ],
+        ["tensorflow 1.10.0", "name: GeForce GTX 980 major: 5 minor: 2 memoryClockRate(GHz): 1.266"],
+        [
+            "tensorflow==1.13.1",
+            "2019-07-05 11:50:26.960547: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1097] Created"
+            " TensorFlow device (/device:GPU:0 with 3593 MB memory) -> physical GPU (device: 0, name: GeForce"
+            " GTX 980, pci bus id: 0000:83:00.0, compute capability: 5.2)",
+        ],
     ],
 )
 def test_packages_with_cuda_or_not_installed_are_not_blamed(log: list[str]) -> None:
@@ -84,7 +98,7 @@ EMPTY = ["tf.config.list_physical_devices('GPU')", "[]"]
 def test_tensorflows_empty_gpu_list_alone_reads_as_a_cpu_only_build_with_the_alternative() -> None:
     finding = diagnose(EMPTY).failures[0]
     assert finding.code == ExitCode.TF_NOT_CUDA_BUILD
-    assert "nothing else" in finding.reason and "(22)" in finding.alternatives
+    assert "nothing else" in finding.why and "(22)" in finding.alternatives
 
 
 @pytest.mark.parametrize(
@@ -107,20 +121,20 @@ def test_an_empty_gpu_list_from_a_cuda_build_is_22(evidence: str, named: str) ->
     result = diagnose([evidence, *EMPTY])
     assert result.code == ExitCode.TF_NO_GPU
     answer = next(f for f in result.failures if f.signature.no_gpu_answer)
-    assert named in answer.reason and answer.alternatives == ""
+    assert named in answer.why and answer.alternatives == ""
 
 
 def test_in_a_container_the_empty_list_keeps_its_own_reading() -> None:
     result = diagnose(["root@2bf98ac6fa67:/workspace# python -c 'import tensorflow'", *EMPTY])
     answer = next(f for f in result.failures if f.signature.no_gpu_answer)
-    assert answer.code == ExitCode.TF_NO_GPU and answer.reason == ""
+    assert answer.code == ExitCode.TF_NO_GPU and answer.why == ""
 
 
 def test_the_platform_finding_names_the_version_and_the_platform_lines() -> None:
     log = ["### TensorFlow version", "2.16.1", "### OS platform and distribution", "Windows 11", *EMPTY]
     result = diagnose(log)
     assert result.code == ExitCode.TF_NOT_CUDA_BUILD
-    reasons = [f.reason for f in result.failures if f.reason]
+    reasons = [f.why for f in result.failures if f.why]
     assert reasons and all("TensorFlow 2.16 (line 2" in r and "native Windows" in r for r in reasons)
     assert "after 2.10" in reasons[0]
 
@@ -141,7 +155,7 @@ def test_built_with_cuda_false_in_its_usual_phrasings_is_21(line: str) -> None:
 def test_the_reason_is_in_the_json_and_the_human_output() -> None:
     result = diagnose(["tensorflow           1.14.0"])
     document = result.to_json()
-    assert "before 1.15" in document["failures"][0]["reason"]
+    assert "before 1.15" in document["failures"][0]["why"]
     json.dumps(document)
     assert "  why:    tensorflow 1.14.0 (line 1): PyPI" in render(result, "log")
 
@@ -164,4 +178,4 @@ def test_condas_platform_names_where_the_empty_list_came_from(evidence: str, con
     result = diagnose([evidence, *EMPTY])
     finding = result.failures[0]
     assert result.code == ExitCode.TF_NOT_CUDA_BUILD and finding.context == context
-    assert "nothing else" not in finding.reason
+    assert "nothing else" not in finding.why

@@ -62,8 +62,8 @@ def _finding(finding: Finding) -> list[str]:
         out.append(f"  ... and {finding.count - len(finding.lines)} more line(s) like these")
     if finding.context:
         out.append(f"  (read as {_CONTEXT_WORDS[finding.context]}, from other lines of the log)")
-    if finding.reason:
-        out += _wrap("why:", finding.reason)
+    if finding.why:
+        out += _wrap("why:", finding.why)
     out += _wrap("means:", sig.meaning)
     if finding.echo_of:
         out.append(

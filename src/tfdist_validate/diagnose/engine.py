@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import gpu_request
+from tfdist_validate.diagnose import capability, driver_cuda, gpu_request
+from tfdist_validate.diagnose.capability import CapabilityFacts
+from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -33,6 +35,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
+# what a line is tested against: the table's entries and the whole-log reasoners' facts
+_Item = Signature | Evidence | Version | Fact | capability.Fact | DriverFact
+_NO_CUDA_ON_WINDOWS = (2, 11)  # the first TensorFlow release without a native-Windows CUDA build
 
 
 @dataclass
@@ -79,9 +84,6 @@ _GPU_CODES = frozenset(
 )
 
 
-_Item = Signature | Evidence | Version | Fact
-
-
 @dataclass
 class _Pending:
     """A first line was seen whose signature or version entry wants its `then` on a following line."""
@@ -104,13 +106,18 @@ class Matcher:
         self.report = SelfReport()  # package and build facts, for the self-report reasoner
         self.lines_read = 0
         self._pending: list[_Pending] = []
-        # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups)
-        self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None]]]] = {}
+        self.capability = CapabilityFacts()  # GPUs, capabilities and trouble, for capability.py
+        self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
+        # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
+        # and for a reasoner's fact its value)
+        self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None], object]]] = {}
         self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
             *self.table.versions,
             *self.table.facts,
+            *capability.facts(),
+            *driver_cuda.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -183,16 +190,16 @@ class Matcher:
                 item = self._items[index]
                 match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
                 if match is not None:
-                    matched.append((item, match.start() - skip, match.groupdict()))
+                    matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
             self._cache[key] = matched
-        for item, start, groups in matched:
+        for item, start, groups, value in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
             if isinstance(item, (Signature, Version)) and item.then:
                 self._pending.append(_Pending(item, line))
             else:
-                self._record(item, line, groups)
+                self._record(item, line, groups, value)
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
@@ -200,16 +207,25 @@ class Matcher:
             match = next(filter(None, (p.search(probe, lowered) for p in pending.item.then)), None)
             if match is not None:
                 then = Line(number, _shown(text, match.start()))
-                self._record(pending.item, pending.first, match.groupdict(), then)
+                self._record(pending.item, pending.first, match.groupdict(), then=then)
             elif pending.left > 1:
                 pending.left -= 1
                 still.append(pending)
         self._pending = still
 
     def _record(
-        self, item: _Item, line: Line, groups: dict[str, str | None], then: Line | None = None
+        self,
+        item: _Item,
+        line: Line,
+        groups: dict[str, str | None],
+        value: object = None,
+        then: Line | None = None,
     ) -> None:
-        if isinstance(item, Signature):
+        if isinstance(item, DriverFact):
+            self.driver.add(item, line, value)
+        elif isinstance(item, capability.Fact):
+            self.capability.add(item, line, value)
+        elif isinstance(item, Signature):
             hits = self.hits.setdefault(item.id, _Hits())
             hits.add(line)
             if then is not None and len(hits.lines) < MAX_LINES_KEPT:
@@ -232,11 +248,16 @@ class Matcher:
         gpu_request.settle(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
+        reasoned = self._reasoned(contexts)
+        found |= set(reasoned)
         findings: list[Finding] = []
         for sig in self.table.signatures:
             hits = self.hits.get(sig.id)
             if sig.when_tf_version and self.tf_version_line is not None:
                 hits = _Hits([self.tf_version_line], 1)
+            verdict = reasoned.get(sig.id)
+            if verdict is not None:
+                hits = _Hits(verdict.lines, len(verdict.lines))
             if hits is None:
                 continue
             if sig.requires_context and not contexts & set(sig.requires_context):
@@ -246,6 +267,8 @@ class Matcher:
             if sig.min_tf and (self.tf_version is None or self.tf_version < sig.min_tf):
                 continue
             finding = _resolve(sig, hits, contexts, self.tf_version)
+            if verdict is not None:
+                finding.why = verdict.why
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
@@ -258,6 +281,30 @@ class Matcher:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
+
+    def _reasoned(self, contexts: set[str]) -> dict[str, capability.Verdict]:
+        """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner. A GPU
+        outside the build explains kernel failures before an old driver does: the driver is judged only
+        when the GPU is not."""
+        failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
+        verdicts = {}
+        gpu = self.capability.judge(self.tf_version, self.tf_version_line, failed)
+        if "macos" in contexts or (
+            "windows" in contexts and (self.tf_version or (0, 0)) >= _NO_CUDA_ON_WINDOWS
+        ):
+            gpu = None  # TensorFlow without CUDA at all (21): no GPU model matters there
+        driver = self.driver.judge(self.tf_version, self.tf_version_line, contexts, failed)
+        for sig in self.table.signatures:
+            verdict = {"gpu-capability": gpu, "driver-cuda": None if gpu else driver}.get(sig.reasoner)
+            if verdict is not None:
+                verdicts[sig.id] = verdict
+        return verdicts
+
+
+def _value_of(item: _Item, match: re.Match[str]) -> object:
+    """What a reasoner's fact line says (a capability, a CUDA release, a GPU's name); None for table entries,
+    whose named groups are kept instead."""
+    return item.value(match) if isinstance(item, (capability.Fact, DriverFact)) else None
 
 
 # A container on a WSL2 host (Docker Desktop, or docker inside a WSL2 distro) gets its GPU only through WSL2's

@@ -34,7 +34,9 @@ class Finding:
     context: str | None = None  # the evidence that chose the code, for a context-dependent line
     alternatives: str = ""  # set when the code was a guess for want of evidence
     echo_of: str | None = None  # the signature whose failure this one only passes on (not a cause itself)
-    reason: str = ""  # the facts a reasoned code was decided from (selfreport.py), for the reader
+    # a whole-log reasoner's account of the facts it decided from ("GeForce GTX 780 Ti has compute capability
+    # 3.5; ...", "TensorFlow 2.16 on native Windows: ..."), for the reader
+    why: str = ""
 
     @property
     def is_failure(self) -> bool:
@@ -56,8 +58,8 @@ class Finding:
             "count": self.count,
             "context": self.context,
             "alternatives": self.alternatives or None,
-            "reason": self.reason or None,
             "echo_of": self.echo_of,
+            "why": self.why or None,
         }
 
 

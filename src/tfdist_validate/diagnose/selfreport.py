@@ -185,22 +185,22 @@ def conclude(
                 ExitCode.TF_NOT_CUDA_BUILD,
                 [package[0].line],
                 1,
-                reason=package[1],
+                why=package[1],
             )
         )
     version = None if tf_version is None else "{}.{}".format(*tf_version)
     for finding in findings:
         context = finding.context if finding.context in _PLATFORM_WHY else None
-        if finding.code == ExitCode.TF_NOT_CUDA_BUILD and context and not finding.reason:
+        if finding.code == ExitCode.TF_NOT_CUDA_BUILD and context and not finding.why:
             said = f"TensorFlow {version}{_at(tf_line)}" if version else "TensorFlow"
             platform = _CONTEXT_NAMES[context] + _at(evidence[context][0])
-            finding.reason = f"{said} on {platform}: {_PLATFORM_WHY[context]}"
+            finding.why = f"{said} on {platform}: {_PLATFORM_WHY[context]}"
         if not finding.signature.no_gpu_answer or finding.context is not None:
             continue
         code, reason = _no_gpu(report, package, proof, tf_version, tf_line)
         if reason == _BARE_REASON and set(evidence) & {"container", "wsl2"}:
             continue  # there the GPU may never have reached the process: the signature's own reading stands
-        finding.code, finding.reason = code, reason
+        finding.code, finding.why = code, reason
         finding.alternatives = _BARE_ALTERNATIVES if reason == _BARE_REASON else ""
 
 

@@ -34,6 +34,8 @@ class SignatureError(ValueError):
     """signatures.yaml is malformed: a packaging bug, reported with the entry that is wrong."""
 
 
+# Whole-log reasoners a signature can name (`reasoner:`): facts gathered in the one pass, judged at the end.
+REASONERS = ("selfreport", "gpu-capability", "driver-cuda")
 MIN_NEEDLE = 1  # every pattern must require some literal: a line holding no needle is never matched
 
 
@@ -106,7 +108,7 @@ class Signature:
     when_tf_version: bool = False  # hit by any line that says TensorFlow's version (no patterns of its own)
     min_tf: tuple[int, int] | None = None  # counts only when the log shows TensorFlow at least this version
     older_tf_on_windows: tuple[int, int] | None = None  # native Windows below this version: TF_NO_GPU
-    reasoned: bool = False  # no patterns: found by the self-report reasoner from facts (selfreport.py)
+    reasoner: str = ""  # hit by a whole-log reasoner (REASONERS) instead of patterns of its own
     no_gpu_answer: bool = False  # TensorFlow's own answer that it has no GPU: selfreport.py weighs it
 
     @property
@@ -146,6 +148,11 @@ def _compile(where: str, text: Any) -> Pattern:
     return Pattern(text, regex, needles)
 
 
+def compile_pattern(where: str, text: str) -> Pattern:
+    """A pattern compiled and checked as a signature's is (diagnose/capability.py's facts use it too)."""
+    return _compile(where, text)
+
+
 def _strings(where: str, entry: Mapping[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
     value = entry.get(key, [])
     if isinstance(value, str):
@@ -181,7 +188,7 @@ def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> 
 _SIGNATURE_KEYS = {
     "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
     "alternatives", "requires_context", "unless_context", "unless", "then", "when_tf_version", "min_tf",
-    "older_tf_on_windows", "reasoned", "no_gpu_answer",
+    "older_tf_on_windows", "reasoner", "no_gpu_answer",
 }  # fmt: skip
 _VERSION_KEYS = {"id", "title", "patterns", "then", "sources"}
 _VERSION_TEXT = re.compile(r"^(\d+)\.(\d+)$")
@@ -240,14 +247,17 @@ def _signature(index: int, entry: Any) -> Signature:
     for key, values in contexts.items():
         if not set(values) <= set(CONTEXTS):
             raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
-    flags = {key: entry.get(key, False) for key in ("when_tf_version", "reasoned", "no_gpu_answer")}
+    flags = {key: entry.get(key, False) for key in ("when_tf_version", "no_gpu_answer")}
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise SignatureError(f"{where}: {key} must be true or false")
-    when_tf_version, reasoned = flags["when_tf_version"], flags["reasoned"]
-    if reasoned and entry.get("patterns"):
-        raise SignatureError(f"{where}: a reasoned signature has no patterns (the reasoner finds it)")
-    patterns = _patterns(where, entry, required=not (when_tf_version or reasoned))
+    when_tf_version = flags["when_tf_version"]
+    reasoner = entry.get("reasoner", "")
+    if reasoner and reasoner not in REASONERS:
+        raise SignatureError(f"{where}: reasoner must be one of {REASONERS}")
+    if reasoner and entry.get("patterns"):
+        raise SignatureError(f"{where}: a reasoned signature has no patterns (its reasoner finds it)")
+    patterns = _patterns(where, entry, required=not (when_tf_version or reasoner))
     return Signature(
         id=sig_id,
         severity=severity,
@@ -267,7 +277,7 @@ def _signature(index: int, entry: Any) -> Signature:
         when_tf_version=when_tf_version,
         min_tf=_version(where, entry, "min_tf"),
         older_tf_on_windows=_version(where, entry, "older_tf_on_windows"),
-        reasoned=reasoned,
+        reasoner=reasoner,
         no_gpu_answer=flags["no_gpu_answer"],
     )
 

@@ -21,6 +21,36 @@ MINIMUM_DRIVER = {
     13: ((580,), (580,)),
 }
 
+# The driver each CUDA toolkit release ships with (Linux x86_64, CUDA Toolkit Release Notes, table "CUDA
+# Toolkit and Corresponding Driver Versions", https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html).
+# Before CUDA 11 there was no minor-version compatibility: a toolkit needed this driver or newer. From CUDA 11
+# an older driver of the same major (MINIMUM_DRIVER) runs the toolkit's machine code, but not PTX it makes.
+TOOLKIT_DRIVER = {
+    (8, 0): (375, 26),
+    (9, 0): (384, 81),
+    (9, 1): (387, 26),
+    (9, 2): (396, 26),
+    (10, 0): (410, 48),
+    (10, 1): (418, 39),
+    (10, 2): (440, 33),
+    (11, 0): (450, 36, 6),
+    (11, 1): (455, 23),
+    (11, 2): (460, 27, 3),
+    (11, 3): (465, 19, 1),
+    (11, 4): (470, 42, 1),
+    (11, 5): (495, 29, 5),
+    (11, 6): (510, 39, 1),
+    (11, 7): (515, 43, 4),
+    (11, 8): (520, 61, 5),
+    (12, 0): (525, 60, 13),
+    (12, 1): (530, 30, 2),
+    (12, 2): (535, 54, 3),
+    (12, 3): (545, 23, 6),
+    (12, 4): (550, 54, 14),
+    (12, 5): (555, 42, 2),
+    (12, 6): (560, 28, 3),
+}
+
 
 def version_tuple(text: str | None) -> tuple[int, ...] | None:
     if not text:
