@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from tfdist_validate.diagnose import prose
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
@@ -247,8 +248,10 @@ class Matcher:
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
+        findings, heard = prose.split(findings)  # the user's words count only where no log line failed
         if self.dry_run is None:
             conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
+        prose.weigh(findings, heard)
         _mark_echoes(findings)
         findings.sort(key=_order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
