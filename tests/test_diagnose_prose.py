@@ -97,3 +97,21 @@ def test_tensorflows_device_line_holds_no_needle() -> None:
         " 80GB HBM3, pci bus id: 0000:00:00.0, compute capability: 9.0"
     )
     assert list(Matcher().scanner.line_spans(line.encode())) == []
+
+
+@pytest.mark.parametrize(
+    ("context", "code"),
+    [
+        ([], ExitCode.OK),  # nothing says where: a CUDA build may lack its libraries, a driver may be gone
+        (["OS Platform and Distribution: Windows 11"], ExitCode.TF_NOT_CUDA_BUILD),
+        (["TensorFlow version: 2.10.0", "OS Platform and Distribution: Windows 10"], ExitCode.TF_NO_GPU),
+        (["Linux 5.15.90.1-microsoft-standard-WSL2", "Windows 11"], ExitCode.OK),
+    ],
+)
+def test_cannot_use_the_gpu_in_words_counts_only_where_the_platform_explains_it(
+    context: list[str], code: ExitCode
+) -> None:
+    """On native Windows TensorFlow 2.11+ has no CUDA build (2.10 and older do: there it is 22); elsewhere the
+    sentence names no cause."""
+    result = diagnose([*context, "I install CUDA 11.8 and CUDNN 8.6, but TensorFlow cannot use GPU."])
+    assert result.code == code
