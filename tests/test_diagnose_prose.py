@@ -115,3 +115,15 @@ def test_cannot_use_the_gpu_in_words_counts_only_where_the_platform_explains_it(
     sentence names no cause."""
     result = diagnose([*context, "I install CUDA 11.8 and CUDNN 8.6, but TensorFlow cannot use GPU."])
     assert result.code == code
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "PyTorch does not recognize my GPU",  # nothing says WSL
+        "It works in WSL2 and on Windows",
+        "I use WSL2 and I want to use the GPU",
+    ],
+)
+def test_wsl_sentences_that_name_no_failure_in_wsl_are_not_failures(sentence: str) -> None:
+    assert diagnose(sentence).code == ExitCode.OK
