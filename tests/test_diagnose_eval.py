@@ -146,7 +146,7 @@ def test_seventh_round_held_back_set_covers_every_category() -> None:
 def test_eighth_round_held_back_set_covers_every_category() -> None:
     """held8: at least 100 excerpts, gathered by three collectors on their own branches, apart from (without
     sight of) the eighth round's signature changes and never run through `diagnose` (nor this scorer), from
-    threads used nowhere else (checked by URL against every branch of the round; two whose threads the
+    threads used nowhere else (checked by URL against every branch of the round; four whose threads the
     signature work took meanwhile were dropped before scoring), under the fourth round's scope. Every category
     at least 4 times; the categories every earlier unseen set found weakest (TensorFlow without CUDA, WSL2,
     compute capability, container) at least 12 times, collective at least 10

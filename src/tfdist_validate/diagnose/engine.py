@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request
+from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
@@ -272,8 +272,10 @@ class Matcher:
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)
+        findings, heard = prose.split(findings)  # the user's words count only where no log line failed
         if self.dry_run is None:
             conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
+        prose.weigh(findings, heard)
         _mark_echoes(findings)
         findings.sort(key=_order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}

@@ -110,6 +110,7 @@ class Signature:
     older_tf_on_windows: tuple[int, int] | None = None  # native Windows below this version: TF_NO_GPU
     reasoner: str = ""  # hit by a whole-log reasoner (REASONERS) instead of patterns of its own
     no_gpu_answer: bool = False  # TensorFlow's own answer that it has no GPU: selfreport.py weighs it
+    prose: bool = False  # the user's own words, not a program's line: weaker evidence (prose.py)
 
     @property
     def is_failure(self) -> bool:
@@ -188,7 +189,7 @@ def _urls(where: str, entry: Mapping[str, Any], key: str, *, required: bool) -> 
 _SIGNATURE_KEYS = {
     "id", "severity", "code", "title", "meaning", "fix", "patterns", "links", "sources", "by_context",
     "alternatives", "requires_context", "unless_context", "unless", "then", "when_tf_version", "min_tf",
-    "older_tf_on_windows", "reasoner", "no_gpu_answer",
+    "older_tf_on_windows", "reasoner", "no_gpu_answer", "prose",
 }  # fmt: skip
 _VERSION_KEYS = {"id", "title", "patterns", "then", "sources"}
 _VERSION_TEXT = re.compile(r"^(\d+)\.(\d+)$")
@@ -247,7 +248,7 @@ def _signature(index: int, entry: Any) -> Signature:
     for key, values in contexts.items():
         if not set(values) <= set(CONTEXTS):
             raise SignatureError(f"{where}: {key} must be among {CONTEXTS}")
-    flags = {key: entry.get(key, False) for key in ("when_tf_version", "no_gpu_answer")}
+    flags = {key: entry.get(key, False) for key in ("when_tf_version", "no_gpu_answer", "prose")}
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise SignatureError(f"{where}: {key} must be true or false")
@@ -279,6 +280,7 @@ def _signature(index: int, entry: Any) -> Signature:
         older_tf_on_windows=_version(where, entry, "older_tf_on_windows"),
         reasoner=reasoner,
         no_gpu_answer=flags["no_gpu_answer"],
+        prose=flags["prose"],
     )
 
 
