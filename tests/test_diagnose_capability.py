@@ -321,7 +321,7 @@ def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:
         " 'gradients/ff_1/add_grad/BroadcastGradientArgs': Could not satisfy explicit device specification"
         " '/device:GPU:0' because no devices matching that specification are registered in this process;"
         " available devices: /job:localhost/replica:0/task:0/cpu:0",
-        # tensorflow/tensorflow#311, drorlab/tf-singularity#3: log_device_placement with no device
+        # drorlab/tf-singularity#3, tensorflow/tensorflow#29362: log_device_placement with no device
         "Device mapping: no known devices.",
     ],
 )
