@@ -277,3 +277,54 @@ def test_a_newer_cuda_on_a_minor_compatible_driver_fails_on_ptx_and_names_the_dr
     assert int(diagnose(log).code) == 13
     # the same failure with the toolkit's own driver is not the driver's fault
     assert _driver_why(log.replace("470.82.01", "515.65.01")) is None
+
+
+@pytest.mark.parametrize(
+    ("log", "minimum"),
+    [
+        # PyTorch's old-GPU warning, both wordings (rupeshs/diffusionmagic#12, ROCm/pytorch#627)
+        (
+            "Found GPU0 NVIDIA GeForce GTX 680 which is of cuda capability 3.0.\n"
+            "PyTorch no longer supports this GPU because it is too old.\n"
+            "The minimum cuda capability supported by this library is 3.7.",
+            "3.7",
+        ),
+        ("The minimum cuda capability that we support is 3.5.", "3.5"),
+        # a requirement written in markdown (the README of Bankers-Algorithm-CUDA, a CUDA project)
+        ("* NVIDIA GPU with compute capability **3.5** or higher", "3.5"),
+    ],
+)
+def test_a_minimum_stated_by_other_libraries_or_in_markdown_is_a_requirement(log: str, minimum: str) -> None:
+    matcher = Matcher()
+    for number, line in enumerate(log.splitlines(), start=1):
+        matcher.feed(number, line)
+    wanted = tuple(int(part) for part in minimum.split("."))
+    assert [cc for cc, _ in matcher.capability.required] == [wanted]
+    assert all(cc != wanted for cc, _ in matcher.capability.stated)
+
+
+def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:
+    """AUTOMATIC1111/stable-diffusion-webui#3003: a GTX TITAN Black (3.5) under PyTorch's 3.7 minimum."""
+    log = (
+        "Found GPU0 NVIDIA GTX TITAN Black which is of cuda capability 3.5. PyTorch no longer supports this"
+        " GPU because it is too old. The minimum cuda capability supported by this library is 3.7."
+    )
+    why = _reasoned(log)
+    assert why is not None and "3.5" in why and "3.7 is required" in why
+
+
+@pytest.mark.parametrize(
+    "trouble",
+    [
+        # tensorflow/tensorflow#8093: an op pinned to the GPU with no GPU device registered
+        "tensorflow.python.framework.errors_impl.InvalidArgumentError: Cannot assign a device to node"
+        " 'gradients/ff_1/add_grad/BroadcastGradientArgs': Could not satisfy explicit device specification"
+        " '/device:GPU:0' because no devices matching that specification are registered in this process;"
+        " available devices: /job:localhost/replica:0/task:0/cpu:0",
+        # drorlab/tf-singularity#3, tensorflow/tensorflow#29362: log_device_placement with no device
+        "Device mapping: no known devices.",
+    ],
+)
+def test_tensorflow_1x_registering_no_gpu_is_trouble_for_a_gpu_below_anything_it_ran_on(trouble: str) -> None:
+    assert _reasoned(f"My GPU is a GeForce GTX 560\n{trouble}") is not None
+    assert _reasoned("My GPU is a GeForce GTX 560") is None

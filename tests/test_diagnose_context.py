@@ -212,3 +212,38 @@ def test_a_prompt_with_a_windows_style_capital_host_name_is_wsl2_evidence() -> N
         "root@e09b51ed3473:/# ls",
     ):
         assert "wsl2" not in diagnose([prompt]).evidence
+
+
+CUINIT_NO_DEVICE = (
+    "E tensorflow/stream_executor/cuda/cuda_driver.cc:466] failed call to cuInit: CUDA_ERROR_NO_DEVICE"
+)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        # microsoft/WSL#11589 (WSL 2.1.5): a two-part nvidia-smi version beside the Windows driver's
+        "| NVIDIA-SMI 545.46                 Driver Version: 546.80       CUDA Version: ERR!     |",
+        # a WSLg machine's nvidia-smi (its process list holds /Xwayland), in a CUDA benchmark's notes
+        "| NVIDIA-SMI 530.47                 Driver Version: 531.68       CUDA Version: 12.1     |",
+    ],
+)
+def test_an_nvidia_smi_versioned_apart_from_its_driver_is_wsl2_evidence(header: str) -> None:
+    result = diagnose([header, CUINIT_NO_DEVICE])
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert [line.number for line in result.evidence["wsl2"]] == [1]
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        # Windows hosts' nvidia-smi.exe (tensorflow/tensorflow#22472, microsoft/WSL#9134): one driver package,
+        # one number, as on a Linux host
+        "| NVIDIA-SMI 398.82                 Driver Version: 398.82                    |",
+        "| NVIDIA-SMI 517.48       Driver Version: 517.48       CUDA Version: 11.7     |",
+    ],
+)
+def test_an_nvidia_smi_with_its_drivers_own_version_is_no_wsl2_evidence(header: str) -> None:
+    result = diagnose([header, CUINIT_NO_DEVICE])
+    assert "wsl2" not in result.evidence
+    assert result.code == ExitCode.NO_DRIVER

@@ -165,3 +165,17 @@ def test_malformed_signatures_are_refused_on_load(change: tuple[str, str], messa
     assert parse_text(_GOOD).signatures[0].id == "one"
     with pytest.raises(SignatureError, match=message):
         parse_text(_GOOD.replace(*change))
+
+
+def test_numbas_system_report_on_a_machine_without_a_gpu_is_no_missing_driver() -> None:
+    """`numba -s` prints this on every machine without a CUDA GPU (numba's docs, "Debugging"); only the
+    loader's own error ("Error at driver init: CUDA driver library cannot be found") says the driver is
+    missing."""
+    report = "Warning (cuda): CUDA driver library cannot be found or no CUDA enabled devices are present."
+    assert "libcuda-missing" not in {f.signature.id for f in diagnose(report).failures}
+    assert "libcuda-missing" in {
+        f.signature.id
+        for f in diagnose(
+            "CudaSupportError: Error at driver init: CUDA driver library cannot be found"
+        ).failures
+    }

@@ -30,7 +30,10 @@ PREBUILT_FLOOR = (3, 5)  # every prebuilt TensorFlow GPU package, when the log d
 _REQUIREMENT_BEFORE = re.compile(
     r"(?:minimum|requir|need|at least|>=|higher than)[^.;]{0,40}$", re.IGNORECASE
 )
-_REQUIREMENT_AFTER = re.compile(r"^\d?\s*(?:or (?:higher|above|greater|newer|better)|\+)", re.IGNORECASE)
+# a markdown backtick or bold mark may close the number first ("`CUDA capability 5.2` or higher")
+_REQUIREMENT_AFTER = re.compile(
+    r"^\d?[`*_]{0,2}\s*(?:or (?:higher|above|greater|newer|better)|\+)", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,20 @@ _REQUIRED = (
         for verb in ("requires", "require", "needs", "need")
         for article in ("", "a ", "cuda ", "a cuda ", "nvidia ", "gpu ")
     ),
-    r"compute capability (?:of )?(?P<major>\d{1,2})\.(?P<minor>\d) or (?:higher|above|greater|newer|better)",
+    # "compute capability 3.5 or higher", and the same in markdown ("require `CUDA capability 5.2` or higher")
+    *(
+        rf"{name} capability (?:of )?[`*_]{{0,2}}(?P<major>\d{{1,2}})\.(?P<minor>\d)[`*_]{{0,2}}"
+        r" or (?:higher|above|greater|newer|better)"
+        for name in ("compute", "cuda")
+    ),
+    # a minimum stated as a setting or by a library other than TensorFlow: NGC images' "minimum compute
+    # capability set to 5.2", PyTorch's "The minimum cuda capability supported by this library is 3.7" /
+    # "... that we support is 3.5"
+    *(
+        rf"minimum {name} capability(?: supported by this library| that we support)?"
+        r"\W{0,3}(?:(?:is|set to|of)\W{0,3})?(?P<major>\d{1,2})\.(?P<minor>\d)"
+        for name in ("compute", "cuda")
+    ),
     r"compute capability (?:of )?at least (?P<major>\d{1,2})\.(?P<minor>\d)",
     r"compute compatibility (?:of )?at least (?P<major>\d{1,2})\.(?P<minor>\d)",
     r"\brequired:? (?P<major>\d)\.(?P<minor>\d)\b(?!\.)",
@@ -153,6 +169,10 @@ _TROUBLE = (
     r"\bnot work",
     r"n't work",
     r"\bno kernel image\b",
+    # TensorFlow 1.x with no GPU device registered: an op pinned to the GPU cannot be placed, and
+    # log_device_placement lists no device ("Device mapping: no known devices.")
+    r"could not satisfy explicit device specification '/(?:device:)?gpu:\d+' because no devices matching",
+    r"\bdevice mapping: no known devices",
     r"\bkernel image is invalid\b",
 )
 
