@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose
+from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
-from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line, rank
+from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
 from tfdist_validate.diagnose.selfreport import SelfReport, conclude
@@ -244,7 +244,7 @@ class Matcher:
                 self.tf_version_line = then or line
 
     def result(self) -> Diagnosis:
-        _docker_on_windows(self.evidence)
+        resolve.docker_on_windows(self.evidence)
         gpu_request.settle(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
@@ -266,7 +266,7 @@ class Matcher:
                 continue
             if sig.min_tf and (self.tf_version is None or self.tf_version < sig.min_tf):
                 continue
-            finding = _resolve(sig, hits, contexts, self.tf_version)
+            finding = resolve.resolve(sig, hits.lines, hits.count, contexts, self.tf_version)
             if verdict is not None:
                 finding.why = verdict.why
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
@@ -276,8 +276,8 @@ class Matcher:
         if self.dry_run is None:
             conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
         prose.weigh(findings, heard)
-        _mark_echoes(findings)
-        findings.sort(key=_order)
+        resolve.mark_echoes(findings)
+        findings.sort(key=resolve.order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
         if self.dry_run is not None:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
@@ -307,73 +307,6 @@ def _value_of(item: _Item, match: re.Match[str]) -> object:
     """What a reasoner's fact line says (a capability, a CUDA release, a GPU's name); None for table entries,
     whose named groups are kept instead."""
     return item.value(match) if isinstance(item, (capability.Fact, DriverFact)) else None
-
-
-# A container on a WSL2 host (Docker Desktop, or docker inside a WSL2 distro) gets its GPU only through WSL2's
-# passthrough (/dev/dxg and /usr/lib/wsl/lib mounted in): there a driver-level failure is read as WSL2 first,
-# and the container reading is named as the alternative.
-_CONTEXT_PRIORITY = ("wsl2", "container", "windows", "macos")
-
-
-def _docker_on_windows(evidence: dict[str, list[Line]]) -> None:
-    """Linux containers on a Windows host run in WSL2's VM (Docker Desktop's only GPU backend): a log that
-    shows both a container (or Linux itself) and native Windows shows WSL2, by the lines that showed the two.
-    Docker Desktop named in a log that shows macOS is the Mac edition, which has no GPU backend at all: no
-    WSL2 evidence."""
-    wsl2 = evidence.get("wsl2", [])
-    if "macos" in evidence and wsl2 and all(_DOCKER_DESKTOP in line.text.lower() for line in wsl2):
-        del evidence["wsl2"]
-    if "container" in evidence and "windows" in evidence and "wsl2" not in evidence:
-        evidence["wsl2"] = [evidence["container"][0], evidence["windows"][0]]
-    # Linux's own lines (a bash prompt, ELF libraries, /home) in a log that shows a Windows machine: Linux on
-    # Windows, which reaches an NVIDIA GPU only as WSL2 (a Hyper-V or VirtualBox guest gets none)
-    if "linux" in evidence and "windows" in evidence and "wsl2" not in evidence:
-        evidence["wsl2"] = [evidence["linux"][0], evidence["windows"][0]]
-
-
-_DOCKER_DESKTOP = "docker desktop"
-
-
-def _resolve(sig: Signature, hits: _Hits, contexts: set[str], tf_version: tuple[int, int] | None) -> Finding:
-    code, context = sig.code, None
-    for ctx in _CONTEXT_PRIORITY:
-        if ctx in contexts and (ctx in sig.by_context or ctx in sig.requires_context):
-            code, context = sig.by_context.get(ctx, sig.code), ctx
-            break
-    # TensorFlow up to 2.10 had CUDA builds for native Windows: there "no GPU" means missing libraries.
-    older = sig.older_tf_on_windows
-    if context == "windows" and older and tf_version is not None and tf_version < older:
-        code = ExitCode.TF_NO_GPU
-    both = context == "wsl2" and "container" in contexts and "container" in sig.by_context
-    alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
-    without_gpu = gpu_request.reading(sig, code, contexts)
-    if without_gpu is not None:
-        (code, alternatives), context = without_gpu, gpu_request.NO_GPU_REQUEST
-    return Finding(sig, code, hits.lines, hits.count, context=context, alternatives=alternatives)
-
-
-# A replica that runs out of memory aborts the collective it was part of: the other replicas then report the
-# abort (StartAbort, "Collective ops is aborted by", NCCL errors, timeouts). Those lines come after the
-# out-of-memory and pass it on; they are not a second cause, so they do not decide the code.
-_OOM = "gpu-out-of-memory"
-_ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error", "horovod-stalled-ranks"})
-
-
-def _mark_echoes(findings: list[Finding]) -> None:
-    oom = next((f for f in findings if f.signature.id == _OOM and f.lines), None)
-    if oom is None:
-        return
-    first_oom = oom.lines[0].number
-    for finding in findings:
-        if finding.signature.id in _ABORT_ECHOES and finding.lines and finding.lines[0].number >= first_oom:
-            finding.echo_of = _OOM
-
-
-def _order(finding: Finding) -> tuple[int, bool, tuple[int, int], int]:
-    """Failures first (an echo after the causes), then warnings, then harmless lines."""
-    severity = ("error", "warning", "info").index(finding.signature.severity)
-    code_rank = rank(finding.code) if finding.code is not None else (0, 0)
-    return (severity, finding.echo_of is not None, code_rank, finding.lines[0].number if finding.lines else 0)
 
 
 def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnosis:
