@@ -144,19 +144,16 @@ def test_seventh_round_held_back_set_covers_every_category() -> None:
 
 
 def test_eighth_round_held_back_set_covers_every_category() -> None:
-    """held8: at least 100 excerpts, gathered by three collectors on their own branches, apart from (without
+    """held8: at least 140 excerpts, gathered by four collectors on their own branches, apart from (without
     sight of) the eighth round's signature changes and never run through `diagnose` (nor this scorer), from
-    threads used nowhere else (checked by URL against every branch of the round; four whose threads the
-    signature work took meanwhile were dropped before scoring), under the fourth round's scope. Every category
-    at least 4 times; the categories every earlier unseen set found weakest (TensorFlow without CUDA, WSL2,
-    compute capability, container) at least 12 times, collective at least 10
+    threads used nowhere else (checked by URL against every branch of the round; the five whose threads the
+    signature work took meanwhile, or whose label a signature helper saw, were dropped before scoring), under
+    the fourth round's scope. Every category at least 10 times, so that one miss moves none by more than 0.1
     (tests/fixtures/diagnose_eval/README.md)."""
     held8 = Counter(e["category"] for e in EVAL if e["half"] == "held8")
-    assert sum(held8.values()) >= 100
+    assert sum(held8.values()) >= 140
     assert set(held8) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
-    assert min(held8.values()) >= 4
-    assert min(held8[c] for c in ("tf-no-cuda", "wsl2", "compute-capability", "container")) >= 12
-    assert held8["collective"] >= 10
+    assert min(held8.values()) >= 10
 
 
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
@@ -168,17 +165,21 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     apart, was scored once at the end of round 4 (50/72); round 5 read it and added the mechanisms behind its
     misses (57/72). held5, collected apart, was scored once at the end of round 5 (51/65); round 6 read it and
     added the mechanisms behind its misses (59/65; held4 59/72). held6, collected apart, was scored once at
-    the end of round 6 (49/67); round 7 read it and added the mechanisms behind its misses (53/67). A change
-    that loses a right answer on any half fails here."""
+    the end of round 6 (49/67); round 7 read it and added the mechanisms behind its misses (53/67). held7,
+    collected apart, was scored once at the end of round 7 (41/60); round 8's first signature helpers kept
+    it as their own validation set (43/60 merged), then it was read (52/60; read 64/66, held 58/59, held2
+    59/61, held3 50/60, held4 67/72, held5 62/65, held6 61/67). A change that loses a right answer on any
+    half fails here."""
     script = _script()
     floors = (
-        ("read", 62),
+        ("read", 64),
         ("held", 58),
-        ("held2", 57),
+        ("held2", 59),
         ("held3", 50),
-        ("held4", 59),
-        ("held5", 59),
-        ("held6", 53),
+        ("held4", 67),
+        ("held5", 62),
+        ("held6", 61),
+        ("held7", 52),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
