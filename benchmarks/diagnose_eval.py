@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
-       (HALF: read|held|held2|...|held8|all)
+       (HALF: read|held|held2|...|held9|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -30,6 +30,9 @@ signature of the seventh round changed; it is scored once, at the end of the sev
 `held8` is the eighth round's held-back set, gathered by three collectors on their own branches while the
 eighth round's signature work went on elsewhere, never run through `diagnose`; it is scored once, at the end
 of that round.
+
+`held9` is the ninth round's held-back set, collected the same way while the ninth round's signature work
+(which read every earlier set, held8 included) went on elsewhere; it is scored once, at the end of that round.
 """
 
 from __future__ import annotations
@@ -51,7 +54,8 @@ HELD5 = "held5"
 HELD6 = "held6"
 HELD7 = "held7"
 HELD8 = "held8"
-LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8)
+HELD9 = "held9"
+LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
