@@ -323,6 +323,11 @@ def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:
         " available devices: /job:localhost/replica:0/task:0/cpu:0",
         # drorlab/tf-singularity#3, tensorflow/tensorflow#29362: log_device_placement with no device
         "Device mapping: no known devices.",
+        # MattVitelli/GRUV#26, tensorflow/tensorflow#6510: the user says the CPU does the work
+        "Both on theano and tensorflow beckends I see that only my CPU is running while training,"
+        " GPU usage is about 2-3% and GPU memory usage is slightly more than 200mb.",
+        "However, when I was training the DDPG network, I found that the speed was rather slow and the"
+        " computation was mainly done in CPU instead of GPU.",
     ],
 )
 def test_tensorflow_1x_registering_no_gpu_is_trouble_for_a_gpu_below_anything_it_ran_on(trouble: str) -> None:

@@ -163,6 +163,10 @@ _TROUBLE = (
     r"\bunable to use\b",
     r"\bnot (?:using|use) (?:the |my )?gpu",
     r"\bonly (?:finds|sees|uses|detects|shows|lists) (?:the )?cpu",
+    # "only my CPU is running while training" (MattVitelli/GRUV#26), "Only CPU is used"
+    r"\bonly (?:my |the )?cpu (?:is|was) (?:being )?(?:used|running)\b",
+    # "the computation was mainly done in CPU instead of GPU" (tensorflow/tensorflow#6510)
+    r"\b(?:done|running|runs|ran|executed) (?:on|in) (?:the |my )?cpu instead of (?:the |my )?gpu\b",
     r"\bfail(?:s|ed|ing|ure)?\b",
     r"\bcrash(?:es|ed)?\b",
     r"\bhangs?\b",
