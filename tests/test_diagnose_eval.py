@@ -155,6 +155,17 @@ def test_eighth_round_held_back_set_covers_every_category() -> None:
     assert min(held8.values()) >= 10
 
 
+def test_ninth_round_held_back_set_covers_every_category() -> None:
+    """held9: at least 50 excerpts, collected apart from (without sight of) the ninth round's signature
+    changes and never run through `diagnose` (nor this scorer), under the restated scope (TensorFlow's own
+    builds only for TensorFlow without CUDA); every category at least 3 times (the collectors' search budget
+    ran out: tests/fixtures/diagnose_eval/README.md)."""
+    held9 = Counter(e["category"] for e in EVAL if e["half"] == "held9")
+    assert sum(held9.values()) >= 50
+    assert set(held9) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
+    assert min(held9.values()) >= 3
+
+
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
