@@ -247,3 +247,35 @@ def test_an_nvidia_smi_with_its_drivers_own_version_is_no_wsl2_evidence(header: 
     result = diagnose([header, CUINIT_NO_DEVICE])
     assert "wsl2" not in result.evidence
     assert result.code == ExitCode.NO_DRIVER
+
+
+# labdao/plex#18: the container toolkit's own NVML check, on the host, before the container starts
+TOOLKIT_MISMATCH = (
+    "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown."
+)
+
+
+def test_an_nvml_mismatch_inside_a_container_is_the_images_own_driver_but_the_toolkits_is_the_hosts() -> None:
+    # tensorflow/build#59: nvidia-smi in a started container reports the mismatch: the image's libraries
+    start = (
+        '$ docker run --gpus=all --rm -it tensorflow/build:latest-python3.9 bash -c "ldconfig && nvidia-smi"'
+    )
+    inside = diagnose([start, "Failed to initialize NVML: Driver/library version mismatch"])
+    assert inside.code == ExitCode.CONTAINER_NO_GPU
+    assert inside.failures[0].context == "container"
+    # the toolkit refused to start it: the host's driver, with or without the start line beside it
+    assert diagnose([start, TOOLKIT_MISMATCH]).code == ExitCode.NO_DRIVER
+    assert diagnose([TOOLKIT_MISMATCH]).code == ExitCode.NO_DRIVER
+    # with no context the plain line is the host's (and the container reading is named)
+    bare = diagnose(["Failed to initialize NVML: Driver/library version mismatch"])
+    assert bare.code == ExitCode.NO_DRIVER
+    assert "(11)" in bare.failures[0].alternatives
+
+
+def test_nvidia_docker_1s_driver_0_0_is_no_driver_version_at_all_not_an_old_one() -> None:
+    # NVIDIA/nvidia-docker#190: the driver's CUDA version could not be read (0.0); #207: a real, older one
+    assert diagnose(
+        ["nvidia-docker | 2016/09/04 14:43:17 Error: unsupported CUDA version: driver 0.0 < image 8.0"]
+    ).code != (ExitCode.DRIVER_TOO_OLD)
+    old = "nvidia-docker | 2016/09/23 23:21:01 Error: unsupported CUDA version: driver 7.0 < image 8.0"
+    assert diagnose([old]).code == ExitCode.DRIVER_TOO_OLD
