@@ -279,3 +279,49 @@ def test_nvidia_docker_1s_driver_0_0_is_no_driver_version_at_all_not_an_old_one(
     ).code != (ExitCode.DRIVER_TOO_OLD)
     old = "nvidia-docker | 2016/09/23 23:21:01 Error: unsupported CUDA version: driver 7.0 < image 8.0"
     assert diagnose([old]).code == ExitCode.DRIVER_TOO_OLD
+
+
+# mudler/LocalAI#11973: Docker Desktop (WSL2) with compose `capabilities: [gpu, utility]`: nvidia-smi works,
+# and CUDA finds no libcuda
+LOCALAI_HOST = (
+    "Docker Desktop 29.7.2 (Compose 5.5.1) on Windows 11, WSL2 kernel `6.18.33.2-microsoft-standard-WSL2`,"
+    " x86_64. NVIDIA RTX 5070 Ti, driver 616.92."
+)
+LOCALAI_NO_LIBCUDA = (
+    "`nvidia-smi` works inside the container, so the setup looks fine, but every CUDA backend fails to start"
+    " with `ImportError: libcuda.so.1: cannot open shared object file`."
+)
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        "#           capabilities: [gpu, utility]",
+        # containerd/nerdctl#1023
+        "nerdctl run -it --rm --gpus capabilities=utility,device=GPU-3a23c669-1f69-c64e-cf85-44e9b07e7a2a"
+        " nvidia/cuda:9.0-base nvidia-smi",
+        "docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility nvidia/cuda:11.0-base nvidia-smi",
+    ],
+)
+def test_a_gpu_request_without_the_compute_capability_is_a_container_without_cuda(request_line: str) -> None:
+    result = diagnose([LOCALAI_HOST, request_line, LOCALAI_NO_LIBCUDA])
+    assert result.code == ExitCode.CONTAINER_NO_GPU
+    assert result.failures[0].context == "container-no-compute"
+    assert "compute" in result.failures[0].alternatives
+    # without the request line the same log reads as WSL2's passthrough
+    assert diagnose([LOCALAI_HOST, LOCALAI_NO_LIBCUDA]).code == ExitCode.WSL2_PASSTHROUGH
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        "docker run -e NVIDIA_DRIVER_CAPABILITIES=compute,utility nvidia/cuda /bin/bash",
+        # containerd/nerdctl#1023's fix
+        "sudo nerdctl run --rm --gpus '\"capabilities=compute,utility\"' --debug nvidia/cuda:11.0-base"
+        " nvidia-smi",
+        "          capabilities: [gpu]",
+        "NVIDIA_DRIVER_CAPABILITIES=all",
+    ],
+)
+def test_capabilities_with_compute_or_all_ask_for_cuda(request_line: str) -> None:
+    assert "container-no-compute" not in diagnose([request_line]).evidence
