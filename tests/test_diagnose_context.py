@@ -141,6 +141,9 @@ def test_a_stall_after_a_ranks_out_of_memory_passes_the_out_of_memory_on() -> No
         "Step 1/6 : FROM ubuntu:18.04",
         "Sending build context to Docker daemon 968.2 kB",
         "=> [1/3] FROM docker.io/library/ubuntu",
+        # Project-HAMi/HAMi#1341: the container named by its kind
+        "When I run nvidia-smi inside the GPU container, I cannot see the Python processes running on the"
+        " GPU.",
         # a pod manifest (kubernetes.io/docs/concepts/workloads/pods), an event (toolkit#1239)
         "kind: Pod",
         "Warning  Failed     10s (x2 over 10s)  kubelet            Error: failed to create containerd task",
