@@ -141,6 +141,9 @@ def test_a_stall_after_a_ranks_out_of_memory_passes_the_out_of_memory_on() -> No
         "Step 1/6 : FROM ubuntu:18.04",
         "Sending build context to Docker daemon 968.2 kB",
         "=> [1/3] FROM docker.io/library/ubuntu",
+        # Project-HAMi/HAMi#1341: the container named by its kind
+        "When I run nvidia-smi inside the GPU container, I cannot see the Python processes running on the"
+        " GPU.",
         # a pod manifest (kubernetes.io/docs/concepts/workloads/pods), an event (toolkit#1239)
         "kind: Pod",
         "Warning  Failed     10s (x2 over 10s)  kubelet            Error: failed to create containerd task",
@@ -247,3 +250,81 @@ def test_an_nvidia_smi_with_its_drivers_own_version_is_no_wsl2_evidence(header: 
     result = diagnose([header, CUINIT_NO_DEVICE])
     assert "wsl2" not in result.evidence
     assert result.code == ExitCode.NO_DRIVER
+
+
+# labdao/plex#18: the container toolkit's own NVML check, on the host, before the container starts
+TOOLKIT_MISMATCH = (
+    "nvidia-container-cli: initialization error: nvml error: driver/library version mismatch: unknown."
+)
+
+
+def test_an_nvml_mismatch_inside_a_container_is_the_images_own_driver_but_the_toolkits_is_the_hosts() -> None:
+    # tensorflow/build#59: nvidia-smi in a started container reports the mismatch: the image's libraries
+    start = (
+        '$ docker run --gpus=all --rm -it tensorflow/build:latest-python3.9 bash -c "ldconfig && nvidia-smi"'
+    )
+    inside = diagnose([start, "Failed to initialize NVML: Driver/library version mismatch"])
+    assert inside.code == ExitCode.CONTAINER_NO_GPU
+    assert inside.failures[0].context == "container"
+    # the toolkit refused to start it: the host's driver, with or without the start line beside it
+    assert diagnose([start, TOOLKIT_MISMATCH]).code == ExitCode.NO_DRIVER
+    assert diagnose([TOOLKIT_MISMATCH]).code == ExitCode.NO_DRIVER
+    # with no context the plain line is the host's (and the container reading is named)
+    bare = diagnose(["Failed to initialize NVML: Driver/library version mismatch"])
+    assert bare.code == ExitCode.NO_DRIVER
+    assert "(11)" in bare.failures[0].alternatives
+
+
+def test_nvidia_docker_1s_driver_0_0_is_no_driver_version_at_all_not_an_old_one() -> None:
+    # NVIDIA/nvidia-docker#190: the driver's CUDA version could not be read (0.0); #207: a real, older one
+    assert diagnose(
+        ["nvidia-docker | 2016/09/04 14:43:17 Error: unsupported CUDA version: driver 0.0 < image 8.0"]
+    ).code != (ExitCode.DRIVER_TOO_OLD)
+    old = "nvidia-docker | 2016/09/23 23:21:01 Error: unsupported CUDA version: driver 7.0 < image 8.0"
+    assert diagnose([old]).code == ExitCode.DRIVER_TOO_OLD
+
+
+# mudler/LocalAI#11973: Docker Desktop (WSL2) with compose `capabilities: [gpu, utility]`: nvidia-smi works,
+# and CUDA finds no libcuda
+LOCALAI_HOST = (
+    "Docker Desktop 29.7.2 (Compose 5.5.1) on Windows 11, WSL2 kernel `6.18.33.2-microsoft-standard-WSL2`,"
+    " x86_64. NVIDIA RTX 5070 Ti, driver 616.92."
+)
+LOCALAI_NO_LIBCUDA = (
+    "`nvidia-smi` works inside the container, so the setup looks fine, but every CUDA backend fails to start"
+    " with `ImportError: libcuda.so.1: cannot open shared object file`."
+)
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        "#           capabilities: [gpu, utility]",
+        # containerd/nerdctl#1023
+        "nerdctl run -it --rm --gpus capabilities=utility,device=GPU-3a23c669-1f69-c64e-cf85-44e9b07e7a2a"
+        " nvidia/cuda:9.0-base nvidia-smi",
+        "docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility nvidia/cuda:11.0-base nvidia-smi",
+    ],
+)
+def test_a_gpu_request_without_the_compute_capability_is_a_container_without_cuda(request_line: str) -> None:
+    result = diagnose([LOCALAI_HOST, request_line, LOCALAI_NO_LIBCUDA])
+    assert result.code == ExitCode.CONTAINER_NO_GPU
+    assert result.failures[0].context == "container-no-compute"
+    assert "compute" in result.failures[0].alternatives
+    # without the request line the same log reads as WSL2's passthrough
+    assert diagnose([LOCALAI_HOST, LOCALAI_NO_LIBCUDA]).code == ExitCode.WSL2_PASSTHROUGH
+
+
+@pytest.mark.parametrize(
+    "request_line",
+    [
+        "docker run -e NVIDIA_DRIVER_CAPABILITIES=compute,utility nvidia/cuda /bin/bash",
+        # containerd/nerdctl#1023's fix
+        "sudo nerdctl run --rm --gpus '\"capabilities=compute,utility\"' --debug nvidia/cuda:11.0-base"
+        " nvidia-smi",
+        "          capabilities: [gpu]",
+        "NVIDIA_DRIVER_CAPABILITIES=all",
+    ],
+)
+def test_capabilities_with_compute_or_all_ask_for_cuda(request_line: str) -> None:
+    assert "container-no-compute" not in diagnose([request_line]).evidence

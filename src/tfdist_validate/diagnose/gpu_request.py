@@ -20,6 +20,12 @@ from tfdist_validate.exitcodes import ExitCode
 
 NO_GPU_REQUEST = "container-no-gpu"
 GPU_REQUEST = "container-gpu"
+# A GPU asked for with driver capabilities that leave out `compute` (NVIDIA_DRIVER_CAPABILITIES=utility,
+# `--gpus capabilities=utility`, compose `capabilities: [gpu, utility]`): the toolkit then mounts nvidia-smi
+# and NVML but not libcuda (NVIDIA Container Toolkit, "Driver capabilities"). nvidia-smi works; CUDA finds no
+# driver. Unlike a start without a GPU request, a GPU request elsewhere in the log does not cancel it: the
+# request is what carried the capabilities.
+NO_COMPUTE = "container-no-compute"
 
 
 def settle(evidence: dict[str, list[Line]]) -> None:
@@ -27,23 +33,37 @@ def settle(evidence: dict[str, list[Line]]) -> None:
     a container all the same (signatures that read a container's lines need the `container` context)."""
     if GPU_REQUEST in evidence:
         evidence.pop(NO_GPU_REQUEST, None)
-    if NO_GPU_REQUEST in evidence and "container" not in evidence:
-        evidence["container"] = list(evidence[NO_GPU_REQUEST])
+    for without in (NO_GPU_REQUEST, NO_COMPUTE):
+        if without in evidence and "container" not in evidence:
+            evidence["container"] = list(evidence[without])
 
 
 def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[ExitCode, str] | None:
     """(11, what else it could be) when the container was started without a GPU request and the line means no
     GPU access there; None when the usual reading stands."""
-    if NO_GPU_REQUEST not in contexts or code is None:
+    if code is None or not contexts & {NO_GPU_REQUEST, NO_COMPUTE}:
         return None
     meant = sig.by_context.get(NO_GPU_REQUEST) or sig.by_context.get("container")
     if meant != ExitCode.CONTAINER_NO_GPU:
         return None
     if code == ExitCode.CONTAINER_NO_GPU:  # read so already, from the container: now also why
         return code, ""
+    if NO_GPU_REQUEST not in contexts:
+        why = (
+            "The container's GPU request leaves out the driver's `compute` capability (no libcuda is mounted:"
+            " nvidia-smi works, CUDA does not); set NVIDIA_DRIVER_CAPABILITIES=compute,utility (or"
+            " capabilities [gpu, compute, utility]). Without that line this reads as"
+            f" {code.name} ({int(code)})."
+        )
+        return ExitCode.CONTAINER_NO_GPU, why
     why = (
         f"The container was started without a GPU request; without that line this reads as {code.name}"
         f" ({int(code)}). If the container did get the GPU (a --gpus in a compose file or wrapper script, the"
         " nvidia runtime as docker's default), that reading stands."
     )
     return ExitCode.CONTAINER_NO_GPU, why
+
+
+def context_of(contexts: set[str]) -> str:
+    """The container evidence that re-read a finding: no GPU request, else a request without compute."""
+    return NO_GPU_REQUEST if NO_GPU_REQUEST in contexts else NO_COMPUTE

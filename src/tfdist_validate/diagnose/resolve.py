@@ -51,7 +51,7 @@ def resolve(
     alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
     without_gpu = gpu_request.reading(sig, code, contexts)
     if without_gpu is not None:
-        (code, alternatives), context = without_gpu, gpu_request.NO_GPU_REQUEST
+        (code, alternatives), context = without_gpu, gpu_request.context_of(contexts)
     return Finding(sig, code, lines, count, context=context, alternatives=alternatives)
 
 

@@ -22,8 +22,18 @@ from tfdist_validate.exitcodes import ExitCode
 
 SEVERITIES = ("error", "warning", "info")
 # container-no-gpu / container-gpu: a container's start that did not / did ask for a GPU (gpu_request.py)
+# container-no-compute: a GPU asked for without the driver's compute (CUDA) libraries (gpu_request.py)
 # linux: Linux-only lines; with native Windows evidence they show WSL2 (engine._linux_on_windows)
-CONTEXTS = ("container", "wsl2", "windows", "macos", "container-no-gpu", "container-gpu", "linux")
+CONTEXTS = (
+    "container",
+    "wsl2",
+    "windows",
+    "macos",
+    "container-no-gpu",
+    "container-gpu",
+    "container-no-compute",
+    "linux",
+)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 # A group that repeats something which itself repeats, e.g. (a+)+ or (.*x)*: the shape of catastrophic
 # backtracking. Patterns are matched against every line of logs of any size, so such shapes are refused.
