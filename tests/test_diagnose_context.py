@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tfdist_validate.diagnose import diagnose
+from tfdist_validate.diagnose.command import render
 from tfdist_validate.exitcodes import ExitCode
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
@@ -313,6 +314,9 @@ def test_a_gpu_request_without_the_compute_capability_is_a_container_without_cud
     assert "compute" in result.failures[0].alternatives
     # without the request line the same log reads as WSL2's passthrough
     assert diagnose([LOCALAI_HOST, LOCALAI_NO_LIBCUDA]).code == ExitCode.WSL2_PASSTHROUGH
+    # the human report names that context in words (it raised KeyError when the context was new)
+    shown = render(result, "<test>")
+    assert "read as a container whose GPU request leaves out the driver's compute capability" in shown
 
 
 @pytest.mark.parametrize(

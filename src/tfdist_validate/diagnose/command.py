@@ -7,22 +7,16 @@ import textwrap
 from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
-from tfdist_validate.diagnose.engine import Matcher
+from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, Matcher
 from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
+from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
 
 _WIDTH = 100
+# what each context is called in the report; the CPU dry run is the engine's own marker, not a table context
 _CONTEXT_WORDS = {
-    "container": "a container",
-    "wsl2": "WSL2",
-    "windows": "native Windows",
-    "macos": "macOS",
-    "container-no-gpu": (
-        "a container started without a GPU request (no --gpus, --runtime=nvidia, CDI device or --nv)"
-    ),
-    "container-gpu": "a container started with a GPU request",
-    "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
-    "cpu-dry-run": "a tfdist-validate CPU dry run (GPU problems are expected and not reported)",
+    **CONTEXT_WORDS,
+    DRY_RUN_CONTEXT: "a tfdist-validate CPU dry run (GPU problems are expected and not reported)",
 }
 
 

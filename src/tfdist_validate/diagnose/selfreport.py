@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tfdist_validate.diagnose.findings import Finding, Line
-from tfdist_validate.diagnose.signatures import Table
+from tfdist_validate.diagnose.signatures import CONTEXT_WORDS, Table
 from tfdist_validate.exitcodes import ExitCode
 
 MAX_PACKAGES = 16  # package rows kept: a pasted `pip list` names tensorflow once or twice
@@ -152,7 +152,6 @@ _PLATFORM_WHY = {
     "windows": "TensorFlow has no CUDA build for native Windows after 2.10",
     "macos": "no macOS build of TensorFlow has CUDA (an Apple GPU is reached only through tensorflow-metal)",
 }
-_CONTEXT_NAMES = {"windows": "native Windows", "macos": "macOS"}
 
 
 def _at(line: Line | None) -> str:
@@ -193,7 +192,7 @@ def conclude(
         context = finding.context if finding.context in _PLATFORM_WHY else None
         if finding.code == ExitCode.TF_NOT_CUDA_BUILD and context and not finding.why:
             said = f"TensorFlow {version}{_at(tf_line)}" if version else "TensorFlow"
-            platform = _CONTEXT_NAMES[context] + _at(evidence[context][0])
+            platform = CONTEXT_WORDS[context] + _at(evidence[context][0])
             finding.why = f"{said} on {platform}: {_PLATFORM_WHY[context]}"
         if not finding.signature.no_gpu_answer or finding.context is not None:
             continue

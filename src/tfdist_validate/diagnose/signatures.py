@@ -21,19 +21,25 @@ from tfdist_validate.diagnose.needles import literal_needles
 from tfdist_validate.exitcodes import ExitCode
 
 SEVERITIES = ("error", "warning", "info")
+# Where a log came from, in the order they are listed, with the words a reader is shown for each.
 # container-no-gpu / container-gpu: a container's start that did not / did ask for a GPU (gpu_request.py)
 # container-no-compute: a GPU asked for without the driver's compute (CUDA) libraries (gpu_request.py)
-# linux: Linux-only lines; with native Windows evidence they show WSL2 (engine._linux_on_windows)
-CONTEXTS = (
-    "container",
-    "wsl2",
-    "windows",
-    "macos",
-    "container-no-gpu",
-    "container-gpu",
-    "container-no-compute",
-    "linux",
-)
+# linux: Linux-only lines; with native Windows evidence they show WSL2 (resolve.docker_on_windows)
+CONTEXT_WORDS = {
+    "container": "a container",
+    "wsl2": "WSL2",
+    "windows": "native Windows",
+    "macos": "macOS",
+    "container-no-gpu": (
+        "a container started without a GPU request (no --gpus, --runtime=nvidia, CDI device or --nv)"
+    ),
+    "container-gpu": "a container started with a GPU request",
+    "container-no-compute": (
+        "a container whose GPU request leaves out the driver's compute capability (no libcuda mounted)"
+    ),
+    "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
+}
+CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 # A group that repeats something which itself repeats, e.g. (a+)+ or (.*x)*: the shape of catastrophic
 # backtracking. Patterns are matched against every line of logs of any size, so such shapes are refused.
