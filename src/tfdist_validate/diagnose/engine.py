@@ -21,7 +21,7 @@ from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
-from tfdist_validate.diagnose.selfreport import SelfReport, conclude
+from tfdist_validate.diagnose.selfreport import SelfReport, conclude, platform_without_cuda
 from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Fact, Signature, Table, Version, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
@@ -37,7 +37,6 @@ _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d
 MAX_CACHED = 4096
 # what a line is tested against: the table's entries and the whole-log reasoners' facts
 _Item = Signature | Evidence | Version | Fact | capability.Fact | DriverFact
-_NO_CUDA_ON_WINDOWS = (2, 11)  # the first TensorFlow release without a native-Windows CUDA build
 
 
 @dataclass
@@ -291,9 +290,7 @@ class Matcher:
         failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
         verdicts = {}
         gpu = self.capability.judge(self.tf_version, self.tf_version_line, failed)
-        if "macos" in contexts or (
-            "windows" in contexts and (self.tf_version or (0, 0)) >= _NO_CUDA_ON_WINDOWS
-        ):
+        if platform_without_cuda(contexts, self.tf_version):
             gpu = None  # TensorFlow without CUDA at all (21): no GPU model matters there
         driver = self.driver.judge(self.tf_version, self.tf_version_line, contexts, failed)
         for sig in self.table.signatures:

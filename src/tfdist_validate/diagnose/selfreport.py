@@ -154,6 +154,12 @@ _PLATFORM_WHY = {
 }
 
 
+def platform_without_cuda(contexts: set[str], tf_version: tuple[int, int] | None) -> bool:
+    """TensorFlow on macOS, or on native Windows after 2.10, has no CUDA build at all (21, any GPU)."""
+    on_windows_after = "windows" in contexts and tf_version is not None and tf_version > _WINDOWS_LAST_CUDA
+    return "macos" in contexts or on_windows_after
+
+
 def _at(line: Line | None) -> str:
     return "" if line is None else f" (line {line.number}: {line.text[:80]})"
 
