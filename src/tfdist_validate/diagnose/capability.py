@@ -250,6 +250,7 @@ class CapabilityFacts:
         none is, or when nothing in the log says the GPU failed or went unused (an old GPU merely listed is
         fine)."""
         knowledge = load()
+        # (what the log says of the GPU, in words, its capability, the line): the reasons below start with it
         named = [
             (f"{name} has compute capability {shown(cc)} (NVIDIA's list)", cc, line)
             for name, cc, line in self.gpus
@@ -259,79 +260,73 @@ class CapabilityFacts:
             for cc, line in self.stated
         ]
         trouble = failed or bool(self.trouble)
-        for name, cc, line in named:
-            reason = self._required(name, cc)
+        for said, cc, line in named:
+            reason = self._required(said, cc)
             if reason is None and trouble:
-                reason = _below_ever(name, cc) or _outside_build(name, cc, tf_version, tf_line, knowledge)
-                reason = reason or self._newer_than_cuda(name, cc, knowledge)
+                reason = _below_ever(said, cc) or _outside_build(said, cc, tf_version, tf_line, knowledge)
+                reason = reason or self._newer_than_cuda(said, cc, knowledge)
             if reason is not None:
                 why, more = reason
                 evidence = [line, *more, *self.trouble[:1]]
                 return Verdict(why, sorted(set(evidence), key=lambda x: x.number))
         return None
 
-    def _required(self, name: str, cc: Capability) -> tuple[str, list[Line]] | None:
+    def _required(self, said: str, cc: Capability) -> tuple[str, list[Line]] | None:
         for minimum, line in self.required:
             if cc < minimum:
-                return f"{_has(name, cc)}; the log says {shown(minimum)} is required", [line]
+                return f"{said}; the log says {shown(minimum)} is required", [line]
         return None
 
     def _newer_than_cuda(
-        self, name: str, cc: Capability, knowledge: Knowledge
+        self, said: str, cc: Capability, knowledge: Knowledge
     ) -> tuple[str, list[Line]] | None:
         for cuda, line in self.cuda:
             newest = knowledge.newest_target(cuda)
             if newest is not None and cc[0] > newest[0]:
                 return (
-                    f"{_has(name, cc)}; CUDA {shown(cuda)} (named in the log) compiles for compute capability"
+                    f"{said}; CUDA {shown(cuda)} (named in the log) compiles for compute capability"
                     f" {shown(newest)} at the newest, so a build made with it has no code for this GPU",
                     [line],
                 )
         return None
 
 
-def _has(name: str, cc: Capability) -> str:
-    """`name` already says which GPU, its capability and where that is from (judge builds it)."""
-    return name
-
-
-def _below_ever(name: str, cc: Capability) -> tuple[str, list[Line]] | None:
+def _below_ever(said: str, cc: Capability) -> tuple[str, list[Line]] | None:
     if cc >= LOWEST_EVER:
         return None
     return (
-        f"{_has(name, cc)}; no TensorFlow release has supported a GPU below compute capability"
+        f"{said}; no TensorFlow release has supported a GPU below compute capability"
         f" {shown(LOWEST_EVER)} (prebuilt packages need {shown(PREBUILT_FLOOR)})",
         [],
     )
 
 
 def _outside_build(
-    name: str, cc: Capability, tf_version: Capability | None, tf_line: Line | None, knowledge: Knowledge
+    said: str, cc: Capability, tf_version: Capability | None, tf_line: Line | None, knowledge: Knowledge
 ) -> tuple[str, list[Line]] | None:
     build = knowledge.build_of(tf_version) if tf_version is not None else None
     if build is None:
         if cc < PREBUILT_FLOOR:
             return (
-                f"{_has(name, cc)}; every prebuilt TensorFlow GPU package needs at least"
-                f" {shown(PREBUILT_FLOOR)}",
+                f"{said}; every prebuilt TensorFlow GPU package needs at least {shown(PREBUILT_FLOOR)}",
                 [],
             )
         return None
     release = f"TensorFlow {shown(tf_version)}" if tf_version else build.releases()
-    said = [tf_line] if tf_line is not None else []
+    version_lines = [tf_line] if tf_line is not None else []
     newest = knowledge.newest_target(build.cuda)
     if newest is not None and cc[0] > newest[0]:
         return (
-            f"{_has(name, cc)}; {release} is built with CUDA {shown(build.cuda)}, which compiles for compute"
+            f"{said}; {release} is built with CUDA {shown(build.cuda)}, which compiles for compute"
             f" capability {shown(newest)} at the newest: no code (nor cuDNN / cuBLAS kernels) for this GPU",
-            said,
+            version_lines,
         )
     if build.archs and coverage(cc, list(build.archs)).status == "none":
         return (
-            f"{_has(name, cc)}; {release}'s packages carry code for {', '.join(build.archs)} only, none of"
+            f"{said}; {release}'s packages carry code for {', '.join(build.archs)} only, none of"
             " which runs on it",
-            said,
+            version_lines,
         )
     if build.floor is not None and cc < build.floor:
-        return f"{_has(name, cc)}; {release}'s packages need at least {shown(build.floor)}", said
+        return f"{said}; {release}'s packages need at least {shown(build.floor)}", version_lines
     return None

@@ -36,7 +36,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
 # what a line is tested against: the table's entries and the whole-log reasoners' facts
-_Item = Signature | Evidence | Version | Fact | capability.Fact | DriverFact
+_Item = Signature | Evidence | Version | Fact | capability.Fact  # a DriverFact is a capability.Fact
 
 
 @dataclass
@@ -303,7 +303,7 @@ class Matcher:
 def _value_of(item: _Item, match: re.Match[str]) -> object:
     """What a reasoner's fact line says (a capability, a CUDA release, a GPU's name); None for table entries,
     whose named groups are kept instead."""
-    return item.value(match) if isinstance(item, (capability.Fact, DriverFact)) else None
+    return item.value(match) if isinstance(item, capability.Fact) else None
 
 
 def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnosis:
