@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
-       (HALF: read|held|held2|...|held9|all)
+       (HALF: read|held|held2|...|held10|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -33,6 +33,11 @@ of that round.
 
 `held9` is the ninth round's held-back set, collected the same way while the ninth round's signature work
 (which read every earlier set, held8 included) went on elsewhere; it is scored once, at the end of that round.
+
+`held10` is the tenth round's held-back set, collected the same way under one more rule, fixed before
+its collection: every excerpt holds at least one line a program printed (an error, log or output line),
+verbatim; a post that only tells the failure in the user's own words is not a log excerpt. It is scored
+once, at the end of the tenth round.
 """
 
 from __future__ import annotations
@@ -55,7 +60,8 @@ HELD6 = "held6"
 HELD7 = "held7"
 HELD8 = "held8"
 HELD9 = "held9"
-LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9)
+HELD10 = "held10"
+LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9, HELD10)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 
 
