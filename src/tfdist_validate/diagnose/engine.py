@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve
+from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve, unrecognised
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
@@ -127,6 +127,8 @@ class Matcher:
                     by_needle.setdefault(needle, set()).add(index)
         self._by_needle = tuple((needle, tuple(sorted(items))) for needle, items in sorted(by_needle.items()))
         self.scanner = NeedleScanner([*by_needle, DRY_RUN_MARKER])
+        # the log's end, for the failure-looking lines no entry knows (unrecognised.py)
+        self._tail: unrecognised.LineTail | unrecognised.BlockTail | None = None
 
     @property
     def wants_next(self) -> bool:
@@ -137,6 +139,7 @@ class Matcher:
         """Every line of a log stream that can matter (reader.blocks: raises UsageError on a binary file)."""
         total = 0
         tail = b"\n"
+        self._tail = recent = unrecognised.BlockTail()
         for first, block in blocks(stream, name):
             if not block:
                 continue
@@ -152,6 +155,7 @@ class Matcher:
                 fed_to = self._feed_span(block, number, start, end)
             total = first + block.count(b"\n")
             tail = block[-1:]
+            recent.add(block, total - 1 if tail == b"\n" else total)
         self.lines_read = max(self.lines_read, total - 1 if tail == b"\n" else total)
 
     def _feed_span(self, block: bytes, number: int, start: int, end: int) -> int:
@@ -166,6 +170,13 @@ class Matcher:
             if end == -1:
                 end = len(block)
             number += 1
+
+    def feed_lines(self, lines: Iterable[str]) -> None:
+        """Every line of a log given as lines (numbered from 1): the line API's way in."""
+        self._tail = recent = unrecognised.LineTail()
+        for number, line in enumerate(lines, start=1):
+            self.feed(number, line)
+            recent.add(number, line)
 
     def feed(self, number: int, raw: str) -> None:
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
@@ -182,14 +193,7 @@ class Matcher:
         key = probe[skip:]
         matched = self._cache.get(key)
         if matched is None:
-            lowered = probe.lower()
-            matched = []
-            candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
-            for index in sorted(candidates):  # in table order, as every entry was tried before
-                item = self._items[index]
-                match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
-                if match is not None:
-                    matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
+            matched = self._match(probe, skip)
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
             self._cache[key] = matched
@@ -199,6 +203,22 @@ class Matcher:
                 self._pending.append(_Pending(item, line))
             else:
                 self._record(item, line, groups, value)
+
+    def _match(self, probe: str, skip: int) -> list[tuple[_Item, int, dict[str, str | None], object]]:
+        """The entries a line matches, in table order, with where each match starts after `skip`."""
+        lowered = probe.lower()
+        matched = []
+        candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
+        for index in sorted(candidates):  # in table order, as every entry was tried before
+            item = self._items[index]
+            match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
+            if match is not None:
+                matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
+        return matched
+
+    def _known(self, raw: str) -> bool:
+        """Whether any table entry (a failure, a harmless notice, a context, a fact) matches the line."""
+        return bool(self._match(clean(raw)[:MAX_MATCH_CHARS], 0))
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
@@ -281,7 +301,13 @@ class Matcher:
         if self.dry_run is not None:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
-        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
+        unknown = []
+        if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
+            tail = (Line(line.number, clean(line.text)) for line in self._tail.lines())
+            unknown = [
+                Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(tail, self._known)
+            ]
+        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
 
     def _reasoned(self, contexts: set[str]) -> dict[str, capability.Verdict]:
         """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner. A GPU
@@ -311,8 +337,7 @@ def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnos
     for a file, which is how `run` explains a failed smoke test with the same signatures)."""
     lines: Iterable[str] = source.splitlines() if isinstance(source, str) else source
     matcher = Matcher(table)
-    for number, line in enumerate(lines, start=1):
-        matcher.feed(number, line)
+    matcher.feed_lines(lines)
     return matcher.result()
 
 
