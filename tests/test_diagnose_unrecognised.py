@@ -80,3 +80,11 @@ def test_a_big_streamed_log_numbers_its_tail_right(tmp_path: Path, megabytes: in
     assert streamed.unrecognised[-1].number == ordinary + 18
     assert streamed.unrecognised[-1].text == "ValueError: in user code:"
     assert streamed.unrecognised == diagnose(path.read_text(encoding="utf-8")).unrecognised
+
+
+def test_a_giant_last_line_is_still_read(tmp_path: Path) -> None:
+    # 3 MB without a newline: the stream's tail window holds only the end of it, which is where it failed
+    path = tmp_path / "one-line.log"
+    path.write_text("x" * 3_000_000 + " RuntimeError: something nobody has seen", encoding="utf-8")
+    (line,) = diagnose_file(path).unrecognised
+    assert line.number == 1 and line.text.endswith("RuntimeError: something nobody has seen")

@@ -21,8 +21,9 @@ TAIL_LINES = 200  # how far back from the end the failure-looking lines are look
 TAIL_BYTES = 64 << 10  # the same window for a streamed log, in bytes: a long line counts once
 SHOWN = 5  # the last few are enough to start from; the rest of the log is the user's to read
 _FAILURE = re.compile(
-    # "RuntimeError", "NVMLError_Unknown", "ResourceExhaustedError": an exception class names itself
-    r"\w*(?:error|exception)\b|"
+    # "RuntimeError", "ResourceExhaustedError": an exception class names itself (no \w* before it: on a
+    # long run of word characters that would backtrack quadratically)
+    r"(?:error|exception)\b|"
     r"\b(?:errors|fail|failed|failure|fatal|traceback|abort|aborted|panic"
     r"|segmentation fault|core dumped|killed|cannot|can't|could not|couldn't|unable to|not found"
     r"|no such file|illegal instruction|timed out|timeout|hangs?|stuck|not available|no gpu|not supported)\b",
@@ -61,8 +62,8 @@ class BlockTail:
         pieces = window.split(b"\n")
         if pieces and pieces[-1] == b"":
             pieces.pop()  # the newline that ends the last line starts no line of its own
-        if len(window) < len(joined) and pieces:
-            pieces.pop(0)  # cut by the window: not a whole line
+        # the first piece may be the end of a line the window cut: still that line's text (a giant last line
+        # is only ever seen this way), numbered like the others, from the end
         first = self._last_number - len(pieces) + 1
         texts = (piece.decode("utf-8", errors="replace") for piece in pieces)
         return [Line(first + i, text) for i, text in enumerate(texts)][-TAIL_LINES:]
