@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tfdist_validate.diagnose import diagnose
+from tfdist_validate.diagnose.engine import Matcher
 from tfdist_validate.diagnose.memory_held import size
 from tfdist_validate.exitcodes import ExitCode
 
@@ -29,6 +30,14 @@ HELD_BY_OTHERS = {
 }
 
 OWN_MEMORY = {
+    # PyTorch 2.x's wording: what it holds is "allocated by PyTorch" plus "reserved ... but unallocated"
+    "ollama/ollama#10089": (
+        "[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.25 GiB. GPU 0 has a total"
+        " capacity of 15.60 GiB of which 700.88 MiB is free. Process 2514 has 14.91 GiB memory in use. Of the"
+        " allocated memory 14.62 GiB is allocated by PyTorch, and 87.96 MiB is reserved by PyTorch but"
+        " unallocated. If reserved but unallocated memory is large try setting"
+        " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation."
+    ),
     # the job itself held most of the GPU: its own out-of-memory (41)
     "CompVis/stable-diffusion#702": (
         "OutOfMemoryError: CUDA out of memory. Tried to allocate 192.00 MiB (GPU 0; 4.00 GiB total capacity;"
@@ -93,3 +102,13 @@ def test_free_memory_far_from_its_total_is_not_paired() -> None:
 )
 def test_sizes_are_read_in_binary_units(text: str, count: int) -> None:
     assert size(text) == count
+
+
+def test_pytorch_2_wording_is_read_with_its_own_share() -> None:
+    """The "Process N has" list names every process, this one too: what this one holds is PyTorch's own
+    allocated plus reserved-but-unallocated memory (ollama/ollama#10089)."""
+    matcher = Matcher()
+    matcher.feed(1, OWN_MEMORY["ollama/ollama#10089"])
+    [(total, held, _line)] = matcher.memory.held
+    assert total == size("15.60 GiB")
+    assert held == total - size("700.88 MiB") - size("14.62 GiB") - size("87.96 MiB")

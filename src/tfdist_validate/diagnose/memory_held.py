@@ -41,10 +41,15 @@ _TEXTS = {
         # in total by PyTorch)" and the older "...; 30.96 MiB cached)"
         rf"(?P<total>{_SIZE}) total capacity; (?P<allocated>{_SIZE}) already allocated; (?P<free>{_SIZE})"
         rf" free; (?:(?P<reserved>{_SIZE}) reserved|(?P<cached>{_SIZE}) cached)",
-        # "GPU 0 has a total capacity of 4.00 GiB of which 41.56 MiB is free. Including non-PyTorch memory,
-        # this process has 3.44 GiB memory in use." (some releases spell it "capacty")
-        rf"total capac\w* of (?P<total>{_SIZE}) of which (?P<free>{_SIZE}) is free\. (?:Including non-PyTorch"
-        rf" memory, )?this process has (?P<own>{_SIZE}) memory in use",
+        # "GPU 0 has a total capacity of 4.00 GiB of which 41.56 MiB is free. [Process 4121 has 12.90 GiB
+        # memory in use.] Including non-PyTorch memory, this process has 3.44 GiB memory in use. Of the
+        # allocated memory 2.58 GiB is allocated by PyTorch, and 1.90 MiB is reserved by PyTorch but
+        # unallocated." (some releases spell it "capacty"; the "Process N has" list names every process, this
+        # one included, and is left out where the driver does not say; without "this process has", PyTorch's
+        # share is its own)
+        rf"total capac\w* of (?P<total>{_SIZE}) of which (?P<free>{_SIZE}) is free\.[^\n]{{0,400}}?"
+        rf"(?:this process has (?P<own>{_SIZE}) memory in use|Of the allocated memory (?P<allocated>{_SIZE})"
+        rf" is allocated by PyTorch, and (?P<unallocated>{_SIZE}) is reserved)",
     ),
 }
 _UNITS = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -66,8 +71,11 @@ class MemoryFact(Fact):
     def value(self, match: re.Match[str]) -> object:
         groups = {k: size(v) for k, v in match.groupdict().items() if v is not None}
         if self.kind == "torch" and "own" not in groups:
-            # reserved includes what is allocated; the older "cached" is on top of it
-            groups["own"] = groups.get("reserved") or groups.get("allocated", 0) + groups.get("cached", 0)
+            allocated = groups.get("allocated", 0)
+            # "reserved (in total)" includes what is allocated; "cached" and "reserved but unallocated" come
+            # on top of it
+            own = groups.get("reserved") or allocated + groups.get("cached", 0) + groups.get("unallocated", 0)
+            groups["own"] = own
         return groups
 
 
