@@ -15,10 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve, unrecognised
+from tfdist_validate.diagnose import (
+    capability,
+    driver_cuda,
+    gpu_request,
+    memory_held,
+    prose,
+    resolve,
+    unrecognised,
+)
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
+from tfdist_validate.diagnose.memory_held import MemoryFact, MemoryFacts
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
 from tfdist_validate.diagnose.selfreport import SelfReport, conclude, platform_without_cuda
@@ -107,6 +116,7 @@ class Matcher:
         self._pending: list[_Pending] = []
         self.capability = CapabilityFacts()  # GPUs, capabilities and trouble, for capability.py
         self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
+        self.memory = MemoryFacts()  # GPU memory others held, for memory_held.py
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
         # and for a reasoner's fact its value)
         self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None], object]]] = {}
@@ -117,6 +127,7 @@ class Matcher:
             *self.table.facts,
             *capability.facts(),
             *driver_cuda.facts(),
+            *memory_held.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -242,6 +253,8 @@ class Matcher:
     ) -> None:
         if isinstance(item, DriverFact):
             self.driver.add(item, line, value)
+        elif isinstance(item, MemoryFact):
+            self.memory.add(item, line, value)
         elif isinstance(item, capability.Fact):
             self.capability.add(item, line, value)
         elif isinstance(item, Signature):
@@ -295,6 +308,7 @@ class Matcher:
         if self.dry_run is None:
             conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
         prose.weigh(findings, heard)
+        self.memory.reread(findings)
         resolve.mark_echoes(findings)
         findings.sort(key=resolve.order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
