@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve
+from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve, wrap
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
@@ -108,8 +108,12 @@ class Matcher:
         self.capability = CapabilityFacts()  # GPUs, capabilities and trouble, for capability.py
         self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
-        # and for a reasoner's fact its value)
-        self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None], object]]] = {}
+        # and for a reasoner's fact its value), and whether the line held any needle at all
+        self._cache: dict[str, tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]] = {}
+        # a line that held a needle but matched no signature may be the first half of a wrapped one (wrap.py):
+        # it waits here for the next line; the last line fed is kept as the possible first half of the current
+        self._wrap_first: tuple[int, str] | None = None
+        self._last: tuple[int, str] | None = None
         self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
@@ -130,8 +134,9 @@ class Matcher:
 
     @property
     def wants_next(self) -> bool:
-        """True while a first line waits for its `then` line: the reader must feed the next lines too."""
-        return bool(self._pending)
+        """True while a first line waits for its `then` line, or for the rest of a line a terminal wrapped:
+        the reader must feed the next lines too."""
+        return bool(self._pending) or self._wrap_first is not None
 
     def feed_stream(self, stream: BinaryIO, name: str) -> None:
         """Every line of a log stream that can matter (reader.blocks: raises UsageError on a binary file)."""
@@ -149,17 +154,22 @@ class Matcher:
                     continue  # already fed as the `then` line of an earlier one
                 number += block.count(b"\n", counted_to, start)
                 counted_to = start
-                fed_to = self._feed_span(block, number, start, end)
+                # the line before it, unread by the scan, may be the first half of a wrapped line
+                before = block[block.rfind(b"\n", 0, start - 1) + 1 : start - 1] if start > fed_to else None
+                fed_to = self._feed_span(block, number, start, end, before)
             total = first + block.count(b"\n")
             tail = block[-1:]
         self.lines_read = max(self.lines_read, total - 1 if tail == b"\n" else total)
 
-    def _feed_span(self, block: bytes, number: int, start: int, end: int) -> int:
+    def _feed_span(self, block: bytes, number: int, start: int, end: int, before: bytes | None = None) -> int:
         """Feeds the line at block[start:end] (in pieces when it is longer than CHUNK) and, while a `then` is
         pending, the lines after it. Returns where the next unfed line starts."""
         while True:
             for piece in range(start, max(end, start + 1), CHUNK):
-                self.feed(number, block[piece : min(end, piece + CHUNK)].decode("utf-8", errors="replace"))
+                self.feed(
+                    number, block[piece : min(end, piece + CHUNK)].decode("utf-8", errors="replace"), before
+                )
+                before = None
             if not self.wants_next or end >= len(block):
                 return end + 1
             start, end = end + 1, block.find(b"\n", end + 1)
@@ -167,7 +177,8 @@ class Matcher:
                 end = len(block)
             number += 1
 
-    def feed(self, number: int, raw: str) -> None:
+    def feed(self, number: int, raw: str, before: bytes | None = None) -> None:
+        """Matches one line (`before`: the line above it, when the caller skipped it)."""
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
         text = clean(raw)
         if not text:
@@ -180,11 +191,11 @@ class Matcher:
         stamp = _STAMP.match(probe)
         skip = stamp.end() if stamp else 0
         key = probe[skip:]
-        matched = self._cache.get(key)
-        if matched is None:
+        cached = self._cache.get(key)
+        if cached is None:
             lowered = probe.lower()
             matched = []
-            candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
+            candidates = self._candidates(lowered)
             for index in sorted(candidates):  # in table order, as every entry was tried before
                 item = self._items[index]
                 match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
@@ -192,13 +203,53 @@ class Matcher:
                     matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
-            self._cache[key] = matched
+            cached = self._cache[key] = matched, bool(candidates)
+        matched, needled = cached
+        self._rejoin(
+            number, text, before, wrapped=needled and not any(isinstance(m[0], Signature) for m in matched)
+        )
         for item, start, groups, value in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
             if isinstance(item, (Signature, Version)) and item.then:
                 self._pending.append(_Pending(item, line))
             else:
                 self._record(item, line, groups, value)
+
+    def _candidates(self, lowered: str) -> set[int]:
+        return {i for needle, items in self._by_needle if needle in lowered for i in items}
+
+    def _rejoin(self, number: int, text: str, before: bytes | None, wrapped: bool) -> None:
+        """Matches the signatures against a line and its neighbour as one line, where a terminal may have
+        wrapped it in two (wrap.py): one of the two held a needle but matched no signature."""
+        first, self._wrap_first = self._wrap_first, None
+        if first is not None and first[0] == number - 1:
+            self._match_joined(first[0], first[1], text)
+        elif wrapped:
+            above = before.decode("utf-8", errors="replace") if before is not None else None
+            if above is None and self._last is not None and self._last[0] == number - 1:
+                above = self._last[1]
+            if above is not None:
+                self._match_joined(number - 1, clean(above), text)
+        if wrapped and wrap.may_be_first_half(text):
+            self._wrap_first = (number, text)
+        self._last = (number, text)
+
+    def _match_joined(self, number: int, first: str, second: str) -> None:
+        for whole in wrap.joined(first, second):
+            probe = whole[:MAX_MATCH_CHARS]
+            lowered = probe.lower()
+            hits = []
+            for index in sorted(self._candidates(lowered)):
+                item = self._items[index]
+                if not isinstance(item, Signature) or item.then:
+                    continue
+                match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
+                if match is not None:
+                    hits.append((item, match))
+            for item, match in hits:
+                self._record(item, Line(number, _shown(whole, match.start())), match.groupdict())
+            if hits:
+                return
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
