@@ -63,11 +63,22 @@ HELD9 = "held9"
 HELD10 = "held10"
 LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9, HELD10)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
+# which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
+# reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
+PRINTED = EVAL.with_name("printed.yaml")
 
 
 def load() -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = yaml.safe_load(EVAL.read_text(encoding="utf-8"))
     return entries
+
+
+def without_printed_lines() -> set[str]:
+    """The ids judged to hold no printed line (printed.yaml); none when that file is absent."""
+    if not PRINTED.exists():
+        return set()
+    judged: list[dict[str, Any]] = yaml.safe_load(PRINTED.read_text(encoding="utf-8")) or []
+    return {entry["id"] for entry in judged if entry["printed"] is False}
 
 
 def split_halves(entries: list[dict[str, Any]]) -> dict[str, str]:
@@ -139,15 +150,24 @@ def main() -> int:
     parser.add_argument("--half", choices=("read", "held", *LATER_ROUNDS, "all"), default="read")
     parser.add_argument("--show-misses", action="store_true")
     parser.add_argument("--split", action="store_true", help="write each excerpt's half (once)")
+    parser.add_argument(
+        "--printed-only",
+        action="store_true",
+        help="leave out the excerpts judged to hold no printed line (printed.yaml): a second figure",
+    )
     args = parser.parse_args()
     entries = load()
     if args.split:
         write_split(entries)
         return 0
     chosen = [e for e in entries if args.half == "all" or e["half"] == args.half]
+    if args.printed_only:
+        prose_only = without_printed_lines()
+        chosen = [e for e in chosen if e["id"] not in prose_only]
     named: list[int] = []
     right, total, per = score(chosen, args.show_misses, named)
-    print(f"{args.half}: {right}/{total} = {right / total:.2f}")
+    label = f"{args.half} (printed lines only)" if args.printed_only else args.half
+    print(f"{label}: {right}/{total} = {right / total:.2f}")
     for category in sorted(per):
         ok, n = per[category]
         print(f"  {category:<20} {ok:>3}/{n:<3} {ok / n:.2f}")

@@ -204,3 +204,17 @@ def test_the_second_figure_reads_only_codes_named_in_parentheses() -> None:
     assert named("libraries are missing (22); a driver it cannot reach (10, 11 or 12)") == {10, 11, 12, 22}
     # a thread number, a version or a year in parentheses is not a code
     assert named("see (tensorflow/tensorflow#123), (2.11), (2019), (9)") == set()
+
+
+def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines() -> None:
+    """printed.yaml: one blind judgement per excerpt of read..held9 (held10 on was collected under the rule),
+    with its reason; the scorer's --printed-only leaves out exactly the `printed: false` ones."""
+    judged: list[dict[str, Any]] = yaml.safe_load(
+        (ROOT / "tests" / "fixtures" / "diagnose_eval" / "printed.yaml").read_text(encoding="utf-8")
+    )
+    halves = {e["id"]: e["half"] for e in EVAL}
+    earlier = {i for i, half in halves.items() if half != "held10"}
+    assert sorted(j["id"] for j in judged) == sorted(earlier)
+    for entry in judged:
+        assert entry["half"] == halves[entry["id"]] and isinstance(entry["printed"], bool) and entry["why"]
+    assert _script().without_printed_lines() == {j["id"] for j in judged if not j["printed"]}

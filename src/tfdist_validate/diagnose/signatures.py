@@ -88,7 +88,7 @@ class Fact:
     sources: tuple[str, ...]
 
 
-FACT_KINDS = ("cuda-build",)
+FACT_KINDS = ("cuda-build", "xla-gpu", "xla-cpu", "gpu-device")
 
 
 @dataclass(frozen=True)
