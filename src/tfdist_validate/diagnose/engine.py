@@ -23,6 +23,7 @@ from tfdist_validate.diagnose import (
     prose,
     resolve,
     unrecognised,
+    wrap,
 )
 from tfdist_validate.diagnose.capability import CapabilityFacts
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
@@ -118,8 +119,10 @@ class Matcher:
         self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
         self.memory = MemoryFacts()  # GPU memory others held, for memory_held.py
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
-        # and for a reasoner's fact its value)
-        self._cache: dict[str, list[tuple[_Item, int, dict[str, str | None], object]]] = {}
+        # and for a reasoner's fact its value), and whether the line held any needle at all
+        self._cache: dict[str, tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]] = {}
+        # a line that held a needle but matched no signature may be half of a line a terminal wrapped
+        self._wrap = wrap.Rejoiner(clean)
         self._items: list[_Item] = [
             *self.table.signatures,
             *self.table.evidence,
@@ -143,8 +146,9 @@ class Matcher:
 
     @property
     def wants_next(self) -> bool:
-        """True while a first line waits for its `then` line: the reader must feed the next lines too."""
-        return bool(self._pending)
+        """True while a first line waits for its `then` line, or for the rest of a line a terminal wrapped:
+        the reader must feed the next lines too."""
+        return bool(self._pending) or self._wrap.waiting
 
     def feed_stream(self, stream: BinaryIO, name: str) -> None:
         """Every line of a log stream that can matter (reader.blocks: raises UsageError on a binary file)."""
@@ -163,18 +167,23 @@ class Matcher:
                     continue  # already fed as the `then` line of an earlier one
                 number += block.count(b"\n", counted_to, start)
                 counted_to = start
-                fed_to = self._feed_span(block, number, start, end)
+                # the line before it, unread by the scan, may be the first half of a wrapped line
+                before = block[block.rfind(b"\n", 0, start - 1) + 1 : start - 1] if start > fed_to else None
+                fed_to = self._feed_span(block, number, start, end, before)
             total = first + block.count(b"\n")
             tail = block[-1:]
             recent.add(block, total - 1 if tail == b"\n" else total)
         self.lines_read = max(self.lines_read, total - 1 if tail == b"\n" else total)
 
-    def _feed_span(self, block: bytes, number: int, start: int, end: int) -> int:
+    def _feed_span(self, block: bytes, number: int, start: int, end: int, before: bytes | None = None) -> int:
         """Feeds the line at block[start:end] (in pieces when it is longer than CHUNK) and, while a `then` is
         pending, the lines after it. Returns where the next unfed line starts."""
         while True:
             for piece in range(start, max(end, start + 1), CHUNK):
-                self.feed(number, block[piece : min(end, piece + CHUNK)].decode("utf-8", errors="replace"))
+                self.feed(
+                    number, block[piece : min(end, piece + CHUNK)].decode("utf-8", errors="replace"), before
+                )
+                before = None
             if not self.wants_next or end >= len(block):
                 return end + 1
             start, end = end + 1, block.find(b"\n", end + 1)
@@ -189,7 +198,8 @@ class Matcher:
             self.feed(number, line)
             recent.add(number, line)
 
-    def feed(self, number: int, raw: str) -> None:
+    def feed(self, number: int, raw: str, before: bytes | None = None) -> None:
+        """Matches one line (`before`: the line above it, when the caller skipped it)."""
         self.lines_read = max(self.lines_read, number)  # a long line may arrive as several chunks
         text = clean(raw)
         if not text:
@@ -202,12 +212,16 @@ class Matcher:
         stamp = _STAMP.match(probe)
         skip = stamp.end() if stamp else 0
         key = probe[skip:]
-        matched = self._cache.get(key)
-        if matched is None:
-            matched = self._match(probe, skip)
+        cached = self._cache.get(key)
+        if cached is None:
             if len(self._cache) >= MAX_CACHED:
                 self._cache.clear()
-            self._cache[key] = matched
+            cached = self._cache[key] = self._match(probe, skip)
+        matched, needled = cached
+        unread = needled and not any(isinstance(m[0], Signature) for m in matched)
+        for first, whole, hits in self._wrap.see(number, text, before, unread, self._signatures_in):
+            for sig, start, groups in hits:
+                self._record(sig, Line(first, _shown(whole, start)), groups)
         for item, start, groups, value in matched:
             line = Line(number, _shown(text, max(0, start + skip)))
             if isinstance(item, (Signature, Version)) and item.then:
@@ -215,8 +229,11 @@ class Matcher:
             else:
                 self._record(item, line, groups, value)
 
-    def _match(self, probe: str, skip: int) -> list[tuple[_Item, int, dict[str, str | None], object]]:
-        """The entries a line matches, in table order, with where each match starts after `skip`."""
+    def _match(
+        self, probe: str, skip: int
+    ) -> tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]:
+        """The entries a line matches, in table order, with where each match starts after `skip`; and whether
+        the line held any needle at all."""
         lowered = probe.lower()
         matched = []
         candidates = {i for needle, items in self._by_needle if needle in lowered for i in items}
@@ -225,11 +242,17 @@ class Matcher:
             match = next(filter(None, (p.search(probe, lowered) for p in item.patterns)), None)
             if match is not None:
                 matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
-        return matched
+        return matched, bool(candidates)
+
+    def _signatures_in(self, text: str) -> list[tuple[Signature, int, dict[str, str | None]]]:
+        """The signatures (without a `then`) a joined line matches, where and with which groups: a line a
+        terminal wrapped, read as one (wrap.py)."""
+        matched = self._match(text[:MAX_MATCH_CHARS], 0)[0]
+        return [(m, at, groups) for m, at, groups, _ in matched if isinstance(m, Signature) and not m.then]
 
     def _known(self, raw: str) -> bool:
         """Whether any table entry (a failure, a harmless notice, a context, a fact) matches the line."""
-        return bool(self._match(clean(raw)[:MAX_MATCH_CHARS], 0))
+        return bool(self._match(clean(raw)[:MAX_MATCH_CHARS], 0)[0])
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
