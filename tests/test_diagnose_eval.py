@@ -166,6 +166,18 @@ def test_ninth_round_held_back_set_covers_every_category() -> None:
     assert min(held9.values()) >= 3
 
 
+def test_tenth_round_held_back_set_covers_every_category() -> None:
+    """held10: at least 130 excerpts, collected apart from (without sight of) the tenth round's signature
+    changes and never run through `diagnose` (nor this scorer) before it was scored, under the rule fixed
+    before its collection that every excerpt holds a line a program printed; every category at least 6 times
+    (settled, unused threads for WSL2, TensorFlow without CUDA and no driver ran short:
+    tests/fixtures/diagnose_eval/README.md)."""
+    held10 = Counter(e["category"] for e in EVAL if e["half"] == "held10")
+    assert sum(held10.values()) >= 130
+    assert set(held10) == {e["category"] for e in EVAL if e["half"] in ("read", "held")}
+    assert min(held10.values()) >= 6
+
+
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
