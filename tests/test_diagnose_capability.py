@@ -27,7 +27,7 @@ def _named(text: str) -> dict[str, tuple[int, int]]:
     matcher = Matcher()
     for number, line in enumerate(text.splitlines(), start=1):
         matcher.feed(number, line)
-    return {name: cc for name, cc, _ in matcher.capability.gpus}
+    return {name: cc for name, cc, _ in matcher.reasoners.capability.gpus}
 
 
 @pytest.mark.parametrize(
@@ -299,8 +299,8 @@ def test_a_minimum_stated_by_other_libraries_or_in_markdown_is_a_requirement(log
     for number, line in enumerate(log.splitlines(), start=1):
         matcher.feed(number, line)
     wanted = tuple(int(part) for part in minimum.split("."))
-    assert [cc for cc, _ in matcher.capability.required] == [wanted]
-    assert all(cc != wanted for cc, _ in matcher.capability.stated)
+    assert [cc for cc, _ in matcher.reasoners.capability.required] == [wanted]
+    assert all(cc != wanted for cc, _ in matcher.reasoners.capability.stated)
 
 
 def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:

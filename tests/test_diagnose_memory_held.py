@@ -109,6 +109,6 @@ def test_pytorch_2_wording_is_read_with_its_own_share() -> None:
     allocated plus reserved-but-unallocated memory (ollama/ollama#10089)."""
     matcher = Matcher()
     matcher.feed(1, OWN_MEMORY["ollama/ollama#10089"])
-    [(total, held, _line)] = matcher.memory.held
+    [(total, held, _line)] = matcher.reasoners.memory.held
     assert total == size("15.60 GiB")
     assert held == total - size("700.88 MiB") - size("14.62 GiB") - size("87.96 MiB")

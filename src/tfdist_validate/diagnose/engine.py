@@ -15,23 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import (
-    capability,
-    driver_cuda,
-    gpu_request,
-    memory_held,
-    prose,
-    resolve,
-    unrecognised,
-    wrap,
-)
-from tfdist_validate.diagnose.capability import CapabilityFacts
-from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
+from tfdist_validate.diagnose import capability, gpu_request, prose, reasoners, resolve, unrecognised, wrap
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
-from tfdist_validate.diagnose.memory_held import MemoryFact, MemoryFacts
 from tfdist_validate.diagnose.reader import CHUNK, blocks
+from tfdist_validate.diagnose.reasoners import Reasoners
 from tfdist_validate.diagnose.scan import NeedleScanner
-from tfdist_validate.diagnose.selfreport import SelfReport, conclude, platform_without_cuda
 from tfdist_validate.diagnose.signatures import CONTEXTS, Evidence, Fact, Signature, Table, Version, load
 from tfdist_validate.errors import UsageError
 from tfdist_validate.exitcodes import ExitCode
@@ -46,7 +34,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
 MAX_CACHED = 4096
 # what a line is tested against: the table's entries and the whole-log reasoners' facts
-_Item = Signature | Evidence | Version | Fact | capability.Fact  # a DriverFact is a capability.Fact
+_Item = Signature | Evidence | Version | Fact | capability.Fact  # every reasoner's fact is a capability.Fact
 
 
 @dataclass
@@ -112,12 +100,9 @@ class Matcher:
         self.evidence: dict[str, list[Line]] = {}
         self.tf_version: tuple[int, int] | None = None
         self.tf_version_line: Line | None = None
-        self.report = SelfReport()  # package and build facts, for the self-report reasoner
         self.lines_read = 0
         self._pending: list[_Pending] = []
-        self.capability = CapabilityFacts()  # GPUs, capabilities and trouble, for capability.py
-        self.driver = DriverFacts()  # driver and CUDA versions, for driver_cuda.py
-        self.memory = MemoryFacts()  # GPU memory others held, for memory_held.py
+        self.reasoners = Reasoners()  # the whole-log reasoners' facts (reasoners.py)
         # rest of a line after its timestamp -> (entry, where its match starts in that rest, its groups,
         # and for a reasoner's fact its value), and whether the line held any needle at all
         self._cache: dict[str, tuple[list[tuple[_Item, int, dict[str, str | None], object]], bool]] = {}
@@ -128,9 +113,7 @@ class Matcher:
             *self.table.evidence,
             *self.table.versions,
             *self.table.facts,
-            *capability.facts(),
-            *driver_cuda.facts(),
-            *memory_held.facts(),
+            *reasoners.facts(),
         ]
         # needle -> the entries (by position) with a pattern needing it: a line is tested only against the
         # entries whose needles it holds, so the cost per line does not grow with the size of the table
@@ -274,12 +257,8 @@ class Matcher:
         value: object = None,
         then: Line | None = None,
     ) -> None:
-        if isinstance(item, DriverFact):
-            self.driver.add(item, line, value)
-        elif isinstance(item, MemoryFact):
-            self.memory.add(item, line, value)
-        elif isinstance(item, capability.Fact):
-            self.capability.add(item, line, value)
+        if isinstance(item, capability.Fact):
+            self.reasoners.record(item, line, value)
         elif isinstance(item, Signature):
             hits = self.hits.setdefault(item.id, _Hits())
             hits.add(line)
@@ -290,10 +269,10 @@ class Matcher:
             if len(seen) < MAX_LINES_KEPT:
                 seen.append(line)
         elif isinstance(item, Fact):
-            self.report.add_fact(item.kind, line)
+            self.reasoners.report.add_fact(item.kind, line)
         elif groups.get("minor") is not None:
             if groups.get("name"):
-                self.report.add_package(groups, then or line)
+                self.reasoners.report.add_package(groups, then or line)
             if self.tf_version is None:
                 self.tf_version = int(groups.get("major") or 2), int(groups["minor"] or 0)
                 self.tf_version_line = then or line
@@ -303,7 +282,10 @@ class Matcher:
         gpu_request.settle(self.evidence)
         contexts = set(self.evidence)
         found = set(self.hits)
-        reasoned = self._reasoned(contexts)
+        failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
+        reasoned = self.reasoners.verdicts(
+            self.table, failed, contexts, self.tf_version, self.tf_version_line
+        )
         found |= set(reasoned)
         findings: list[Finding] = []
         for sig in self.table.signatures:
@@ -329,9 +311,11 @@ class Matcher:
             findings.append(finding)
         findings, heard = prose.split(findings)  # the user's words count only where no log line failed
         if self.dry_run is None:
-            conclude(self.report, findings, self.table, self.evidence, self.tf_version, self.tf_version_line)
+            self.reasoners.conclude(
+                findings, self.table, self.evidence, self.tf_version, self.tf_version_line
+            )
         prose.weigh(findings, heard)
-        self.memory.reread(findings)
+        self.reasoners.reread(findings)
         resolve.mark_echoes(findings)
         findings.sort(key=resolve.order)
         evidence = {ctx: self.evidence[ctx] for ctx in CONTEXTS if ctx in self.evidence}
@@ -345,22 +329,6 @@ class Matcher:
                 Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(tail, self._known)
             ]
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
-
-    def _reasoned(self, contexts: set[str]) -> dict[str, capability.Verdict]:
-        """The whole-log reasoners' verdicts, by the id of the signature that names each reasoner. A GPU
-        outside the build explains kernel failures before an old driver does: the driver is judged only
-        when the GPU is not."""
-        failed = any(self.table.by_id(sig_id).is_failure for sig_id in self.hits)
-        verdicts = {}
-        gpu = self.capability.judge(self.tf_version, self.tf_version_line, failed)
-        if platform_without_cuda(contexts, self.tf_version):
-            gpu = None  # TensorFlow without CUDA at all (21): no GPU model matters there
-        driver = self.driver.judge(self.tf_version, self.tf_version_line, contexts, failed)
-        for sig in self.table.signatures:
-            verdict = {"gpu-capability": gpu, "driver-cuda": None if gpu else driver}.get(sig.reasoner)
-            if verdict is not None:
-                verdicts[sig.id] = verdict
-        return verdicts
 
 
 def _value_of(item: _Item, match: re.Match[str]) -> object:
