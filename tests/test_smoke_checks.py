@@ -573,3 +573,19 @@ def test_the_child_reads_the_size_of_dev_shm(tmp_path: Path) -> None:
     stat = os.statvfs(tmp_path)
     assert child_devices.dev_shm_bytes(str(tmp_path)) == stat.f_frsize * stat.f_blocks > 0
     assert child_devices.dev_shm_bytes(str(tmp_path / "missing")) is None
+
+
+def test_a_failure_no_signature_knows_brings_the_logs_last_failure_lines(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """model.fit raised, and the child's log ends in an error `diagnose` has no signature for (a real Keras
+    shape error, tests/fixtures/logs/SOURCES.md): the check's details quote those lines (unrecognised.py)."""
+    make = SCENARIOS["fit runs out of memory"][0]
+    run = make(tmp_path)
+    keras = (
+        Path(__file__).parent / "fixtures" / "logs" / "keras-shape-mismatch-not-a-gpu-failure_tf-52245.log"
+    )
+    run.log_path.write_text(keras.read_text(encoding="utf-8"), encoding="utf-8")
+    by_id, _ = judge(monkeypatch, run)
+    quoted = by_id["smoke.training"].details["log_unrecognised"]
+    assert quoted[-1] == {"line": 18, "text": "ValueError: in user code:"}

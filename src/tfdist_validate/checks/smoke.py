@@ -77,7 +77,13 @@ class _SmokeTest:
             self._diagnosis = diagnose_file(run.log_path)
         causes = self._diagnosis.failures
         if not causes:
-            return outcome
+            # no known cause: the log's own failure-looking last lines, for whoever reads the report
+            unknown = [line.to_json() for line in self._diagnosis.unrecognised]
+            return (
+                replace(outcome, details={**outcome.details, "log_unrecognised": unknown})
+                if unknown
+                else outcome
+            )
         first = causes[0].signature
         return replace(
             outcome,
