@@ -24,6 +24,8 @@ SCENARIOS = [
     ("mirroredstrategy-nccl-unhandled-cuda-error_tf-59890.log", ExitCode.COLLECTIVE_FAILED, None),
     ("windows-native-tf-2.12-no-gpu_tf-60237.log", ExitCode.TF_NOT_CUDA_BUILD, "windows"),
     ("cudnn-runtime-older-than-build_tf-60913.log", ExitCode.TF_NO_GPU, None),
+    # only the allocator's dump, no error line: TensorFlow prints it only when an allocation failed
+    ("tf-2.21-bfc-allocator-dump-tail_local.log", ExitCode.TRAINING_FAILED, None),
 ]
 
 

@@ -5,19 +5,21 @@ A line signature names a cause by itself; these weigh facts from anywhere in the
 - capability.py (23): a GPU the log names or a capability it states, against what the build supports;
 - driver_cuda.py (13): the driver version a log prints, against the oldest that runs the build's CUDA;
 - selfreport.py (21 / 22): what users paste about TensorFlow itself (version, package, GPU answer, platform);
-- memory_held.py (31 over 41): whose memory it was when the GPU ran out.
+- memory_held.py (31 over 41): whose memory it was when the GPU ran out;
+- cudart_only.py (22, or 0 on a CPU machine): a missing CUDA runtime that TensorFlow itself calls ignorable.
 Every fact line they read is a capability.Fact (or a subclass) found by the same one-pass scan as the table's
 entries, so a new reasoner costs no second pass; `record` hands each to its collector by the fact's class.
 The first two give verdicts that signatures with a `reasoner:` key report (`verdicts`); the self-report adds,
 re-codes and explains findings once the line findings exist (`conclude`), and the memory reasoner re-reads an
-out-of-memory finding last (`reread`), after the user's words have been weighed.
+out-of-memory finding last (`reread`), after the user's words have been weighed, as the cudart reading
+names its harmless alternative then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from tfdist_validate.diagnose import capability, driver_cuda, memory_held, selfreport
+from tfdist_validate.diagnose import capability, cudart_only, driver_cuda, memory_held, selfreport
 from tfdist_validate.diagnose.capability import CapabilityFacts, Verdict
 from tfdist_validate.diagnose.driver_cuda import DriverFact, DriverFacts
 from tfdist_validate.diagnose.findings import Finding, Line
@@ -76,5 +78,7 @@ class Reasoners:
         selfreport.conclude(self.report, findings, table, evidence, tf_version, tf_line)
 
     def reread(self, findings: list[Finding]) -> None:
-        """An out-of-memory finding re-read as a GPU held by others (memory_held.py)."""
+        """An out-of-memory finding re-read as a GPU held by others (memory_held.py); a cudart-only finding
+        with its harmless reading named (cudart_only.py)."""
         self.memory.reread(findings)
+        cudart_only.explain(findings)
