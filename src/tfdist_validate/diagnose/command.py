@@ -7,7 +7,7 @@ import textwrap
 from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
-from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, MAX_SHOWN_CHARS, Matcher
+from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, Matcher
 from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
 from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
@@ -72,10 +72,6 @@ def _finding(finding: Finding) -> list[str]:
     return out
 
 
-def _clip(text: str) -> str:
-    return text if len(text) <= MAX_SHOWN_CHARS else text[: MAX_SHOWN_CHARS - 3] + "..."
-
-
 def render(result: Diagnosis, name: str) -> str:
     lines = [f"{TOOL_NAME} diagnose: {name} ({result.lines_read} lines)"]
     if result.evidence:
@@ -98,7 +94,7 @@ def render(result: Diagnosis, name: str) -> str:
             f"not recognised: {len(result.unrecognised)} line(s) near the end of the log read like a failure"
             " that no signature knows:"
         )
-        lines += [f"  line {line.number}: {_clip(line.text)}" for line in result.unrecognised]
+        lines += [f"  line {line.number}: {line.text}" for line in result.unrecognised]
     lines.append("")
     code = result.code
     if result.failures:

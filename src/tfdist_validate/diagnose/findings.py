@@ -24,6 +24,11 @@ class Line:
     def to_json(self) -> dict[str, Any]:
         return {"line": self.number, "text": self.text}
 
+    def cited(self, limit: int = 80) -> str:
+        """How a `why` names the line it rests on: its number and its words, quoted (cut after `limit`)."""
+        text = self.text if len(self.text) <= limit else self.text[:limit].rstrip() + "…"
+        return f"line {self.number}: «{text}»"
+
 
 @dataclass
 class Finding:

@@ -30,7 +30,7 @@ def weigh(findings: list[Finding], heard: list[Finding]) -> None:
         if decided and finding.code not in decided:
             continue
         said = finding.lines[0] if finding.lines else None
-        where = "" if said is None else f" (line {said.number}: «{said.text[:MAX_QUOTED]}»)"
+        where = "" if said is None else f" ({said.cited(MAX_QUOTED)})"
         verdict = (
             "it agrees with what the log's lines show"
             if decided

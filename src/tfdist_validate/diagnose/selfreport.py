@@ -172,7 +172,7 @@ def platform_without_cuda(contexts: set[str], tf_version: tuple[int, int] | None
 
 
 def _at(line: Line | None) -> str:
-    return "" if line is None else f" (line {line.number}: {line.text[:80]})"
+    return "" if line is None else f" ({line.cited()})"
 
 
 def conclude(
