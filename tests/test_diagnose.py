@@ -510,3 +510,10 @@ def test_tensorflow_macos_ml_compute_is_macos_evidence() -> None:
         result = diagnose([line, empty])
         assert result.code == ExitCode.TF_NOT_CUDA_BUILD
         assert result.failures[0].context == "macos" and "macOS" in result.failures[0].why
+
+
+def test_a_why_cites_a_line_by_number_and_quoted_words_cut_to_length() -> None:
+    from tfdist_validate.diagnose import Line
+
+    assert Line(4, "Windows 11").cited() == "line 4: «Windows 11»"
+    assert Line(9, "x" * 100).cited(10) == "line 9: «xxxxxxxxxx…»"
