@@ -29,7 +29,8 @@ def explain(findings: list[Finding]) -> None:
     missing = next((f for f in findings if f.signature.id == _MISSING and f.code is not None), None)
     if missing is None or not all(_CUDART.search(line.text) for line in missing.lines):
         return
-    if any(f.is_failure and f is not missing and f.echo_of is None for f in findings):
+    # (echoes are marked only after this runs, so every other failure counts here)
+    if any(f.is_failure and f is not missing for f in findings):
         return  # another failure shows the job got further (or failed elsewhere): not a CPU machine at rest
     missing.alternatives = (
         "Only the CUDA runtime (cudart) is missing, and TensorFlow adds that this can be ignored where no GPU"

@@ -233,9 +233,9 @@ class Matcher:
         matched = self._match(text[:MAX_MATCH_CHARS], 0)[0]
         return [(m, at, groups) for m, at, groups, _ in matched if isinstance(m, Signature) and not m.then]
 
-    def _known(self, raw: str) -> bool:
-        """Whether any table entry (a failure, a harmless notice, a context, a fact) matches the line."""
-        return bool(self._match(clean(raw)[:MAX_MATCH_CHARS], 0)[0])
+    def _known(self, text: str) -> bool:
+        """Whether any table entry (a failure, harmless notice, context or fact) matches a cleaned line."""
+        return bool(self._match(text[:MAX_MATCH_CHARS], 0)[0])
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
