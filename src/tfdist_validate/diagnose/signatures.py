@@ -25,6 +25,7 @@ SEVERITIES = ("error", "warning", "info")
 # container-no-gpu / container-gpu: a container's start that did not / did ask for a GPU (gpu_request.py)
 # container-no-compute: a GPU asked for without the driver's compute (CUDA) libraries (gpu_request.py)
 # linux: Linux-only lines; with native Windows evidence they show WSL2 (resolve.docker_on_windows)
+# collective: a stage, not a place: a hang told in prose is a collective hang only beside it
 CONTEXT_WORDS = {
     "container": "a container",
     "wsl2": "WSL2",
@@ -38,6 +39,7 @@ CONTEXT_WORDS = {
         "a container whose GPU request leaves out the driver's compute capability (no libcuda mounted)"
     ),
     "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
+    "collective": "GPUs being joined for collectives (NCCL's lines, the CUDA P2P sample or nccl-tests)",
 }
 CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
