@@ -1,0 +1,46 @@
+"""Another tool's own "no GPU" answer (PyTorch's is_available, ollama's installer) read only where the log
+shows the place: in a container or under WSL2 it is that place which withholds the GPU; on a bare host the
+same answer also fits a CPU-only build of that tool, so nothing is claimed there. Every line is a real line of
+the thread named beside it."""
+
+from __future__ import annotations
+
+from tfdist_validate.diagnose import diagnose
+from tfdist_validate.exitcodes import ExitCode
+
+# floydhub/dockerfiles#3: a PyTorch GPU image started with plain `docker run`
+DOCKER_RUN = "$ sudo docker run  -t -i floydhub/pytorch:latest-gpu-py3 ipython"
+TORCH_FALSE = ["In [2]: torch.cuda.is_available()", "Out[2]: False"]
+# ollama/ollama#1460: ollama's installer under WSL2
+UNDER_WSL = "I am running it under WSL2. It is telling me that it cant fing the GPU."
+OLLAMA = "WARNING: No NVIDIA GPU detected. Ollama will run in CPU-only mode."
+
+
+def test_pytorch_seeing_no_gpu_in_a_container_started_without_gpus_is_no_gpu_access() -> None:
+    result = diagnose([DOCKER_RUN, *TORCH_FALSE])
+    assert result.code == ExitCode.CONTAINER_NO_GPU
+    assert result.failures[0].signature.id == "torch-sees-no-gpu-in-place"
+    assert result.failures[0].context == "container-no-gpu"  # the report names the start that asked for none
+
+
+def test_the_same_answer_under_wsl2_is_the_passthrough() -> None:
+    result = diagnose([UNDER_WSL, *TORCH_FALSE])
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert result.failures[0].context == "wsl2"
+
+
+def test_on_a_bare_host_the_answer_claims_nothing() -> None:
+    """A CPU-only PyTorch answers the same on any host: without the place, no code is guessed."""
+    assert diagnose(TORCH_FALSE).code == ExitCode.OK
+    assert diagnose([OLLAMA]).code == ExitCode.OK
+
+
+def test_ollamas_installer_under_wsl2_is_the_passthrough() -> None:
+    result = diagnose([UNDER_WSL, OLLAMA])
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert result.failures[0].signature.id == "tool-sees-no-gpu-in-place"
+
+
+def test_a_true_answer_is_no_failure() -> None:
+    """The call with its answer on the same line, or True on the next, starts no wait for a False."""
+    assert diagnose([DOCKER_RUN, "In [2]: torch.cuda.is_available()", "Out[2]: True"]).code == ExitCode.OK
