@@ -44,3 +44,36 @@ def test_ollamas_installer_under_wsl2_is_the_passthrough() -> None:
 def test_a_true_answer_is_no_failure() -> None:
     """The call with its answer on the same line, or True on the next, starts no wait for a False."""
     assert diagnose([DOCKER_RUN, "In [2]: torch.cuda.is_available()", "Out[2]: True"]).code == ExitCode.OK
+
+
+# NVIDIA/nvidia-container-toolkit#218: `RUN nvidia-smi` in a Dockerfile, as BuildKit reports it
+BUILD = "docker build -t nvidiadockertest -f Dockerfile ."
+RUN_STEP_FAILED = (
+    'ERROR: failed to solve: process "/bin/sh -c nvidia-smi" did not complete successfully: exit code: 127'
+)
+# NVIDIA/nvidia-docker#225: the same step under the legacy builder
+NOT_FOUND = "/bin/sh: 1: nvidia-smi: not found"
+# the toolkit's own GPU check (docs.nvidia.com/datacenter/cloud-native/container-toolkit)
+RUN_WITH_GPUS = (
+    "sudo docker run --rm --runtime=nvidia --gpus all nvidia/cuda:11.6.2-base-ubuntu20.04 nvidia-smi"
+)
+
+
+def test_a_gpu_check_inside_an_image_build_is_no_gpu_access_and_says_why() -> None:
+    result = diagnose([BUILD, RUN_STEP_FAILED])
+    assert result.code == ExitCode.CONTAINER_NO_GPU
+    finding = result.failures[0]
+    assert finding.signature.id == "nvidia-smi-not-found"
+    assert finding.context == "container-build"
+    assert "image was built" in finding.alternatives  # shown beside the finding
+
+
+def test_without_the_build_the_shells_not_found_is_a_host_without_driver() -> None:
+    assert diagnose([NOT_FOUND]).code == ExitCode.NO_DRIVER
+    assert diagnose(["nvidia-docker build -t gpu .", NOT_FOUND]).code == ExitCode.CONTAINER_NO_GPU
+
+
+def test_a_run_with_a_gpu_request_in_the_same_log_cancels_the_builds_reading() -> None:
+    result = diagnose([BUILD, RUN_WITH_GPUS, NOT_FOUND])
+    assert "container-build" not in result.evidence
+    assert "image was built" not in result.failures[0].alternatives

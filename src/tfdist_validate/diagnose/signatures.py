@@ -24,6 +24,7 @@ SEVERITIES = ("error", "warning", "info")
 # Where a log came from, in the order they are listed, with the words a reader is shown for each.
 # container-no-gpu / container-gpu: a container's start that did not / did ask for a GPU (gpu_request.py)
 # container-no-compute: a GPU asked for without the driver's compute (CUDA) libraries (gpu_request.py)
+# container-build: an image build, whose RUN steps never get a GPU (gpu_request.py)
 # linux: Linux-only lines; with native Windows evidence they show WSL2 (resolve.docker_on_windows)
 CONTEXT_WORDS = {
     "container": "a container",
@@ -38,6 +39,7 @@ CONTEXT_WORDS = {
         "a container whose GPU request leaves out the driver's compute capability (no libcuda mounted)"
     ),
     "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
+    "container-build": "a container image build (docker / podman build: its RUN steps never get a GPU)",
 }
 CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
