@@ -77,3 +77,19 @@ def test_a_run_with_a_gpu_request_in_the_same_log_cancels_the_builds_reading() -
     result = diagnose([BUILD, RUN_WITH_GPUS, NOT_FOUND])
     assert "container-build" not in result.evidence
     assert "image was built" not in result.failures[0].alternatives
+
+
+# rapidsai/dask-cuda#816: CUDA's 801 under WSL2 (WSL's nvidia-smi header: Linux and Windows versions differ)
+WSL_SMI = "| NVIDIA-SMI 510.00       Driver Version: 510.06       CUDA Version: 11.6     |"
+NOT_SUPPORTED = "CUDARuntimeError: cudaErrorNotSupported: operation not supported"
+
+
+def test_an_operation_cuda_does_not_support_under_wsl2_is_the_passthrough() -> None:
+    result = diagnose([WSL_SMI, NOT_SUPPORTED])
+    assert result.code == ExitCode.WSL2_PASSTHROUGH
+    assert result.failures[0].signature.id == "wsl-cuda-operation-not-supported"
+
+
+def test_the_same_error_on_a_host_claims_nothing() -> None:
+    """On a host 801 has other causes (MIG, vGPU without unified memory): the line alone decides nothing."""
+    assert diagnose([NOT_SUPPORTED]).code == ExitCode.OK
