@@ -93,3 +93,27 @@ def test_an_operation_cuda_does_not_support_under_wsl2_is_the_passthrough() -> N
 def test_the_same_error_on_a_host_claims_nothing() -> None:
     """On a host 801 has other causes (MIG, vGPU without unified memory): the line alone decides nothing."""
     assert diagnose([NOT_SUPPORTED]).code == ExitCode.OK
+
+
+# fauxpilot/fauxpilot#104: the NGC (Triton) entrypoint's words, as the user quoted them;
+# HuangJunJie2017/BEVDet#314: the banner's warning for a GPU the release does not support
+NO_SUPPORTED_GPU = (
+    "the triton container exits after a few seconds with the error `No supported GPU(s) detected to run this"
+    " container`."
+)
+NOT_YET_SUPPORTED = (
+    "WARNING: Detected NVIDIA NVIDIA GeForce RTX 4090 GPU, which is not yet supported in this version of the"
+    " container"
+)
+
+
+def test_an_ngc_image_finding_no_supported_gpu_is_a_container_without_gpu() -> None:
+    result = diagnose([NO_SUPPORTED_GPU])
+    assert result.code == ExitCode.CONTAINER_NO_GPU
+    assert result.failures[0].signature.id == "ngc-no-supported-gpu"
+
+
+def test_with_a_gpu_the_release_does_not_support_the_banner_means_that_gpu() -> None:
+    result = diagnose([NOT_YET_SUPPORTED, NO_SUPPORTED_GPU])
+    assert result.code == ExitCode.UNSUPPORTED_GPU
+    assert "ngc-no-supported-gpu" not in {f.signature.id for f in result.findings}
