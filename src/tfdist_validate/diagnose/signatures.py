@@ -81,7 +81,9 @@ class Evidence:
 @dataclass(frozen=True)
 class Fact:
     """Lines that say something about the TensorFlow build the log ran, for the self-report reasoner
-    (selfreport.py). Kinds: `cuda-build` (the build has CUDA: an XLA_GPU device, `is_cuda_build` True)."""
+    (selfreport.py). Kinds: `cuda-build` (the build has CUDA: an XLA_GPU device, `is_cuda_build` True),
+    `cpu-build` (a line of the build itself names its CPU-only variant: it decides only TensorFlow's no-GPU
+    answer on native Windows, never alone)."""
 
     id: str
     kind: str
@@ -90,7 +92,7 @@ class Fact:
     sources: tuple[str, ...]
 
 
-FACT_KINDS = ("cuda-build", "xla-gpu", "xla-cpu", "gpu-device")
+FACT_KINDS = ("cuda-build", "cpu-build", "xla-gpu", "xla-cpu", "gpu-device")
 
 
 @dataclass(frozen=True)
