@@ -117,3 +117,17 @@ def test_with_a_gpu_the_release_does_not_support_the_banner_means_that_gpu() -> 
     result = diagnose([NOT_YET_SUPPORTED, NO_SUPPORTED_GPU])
     assert result.code == ExitCode.UNSUPPORTED_GPU
     assert "ngc-no-supported-gpu" not in {f.signature.id for f in result.findings}
+
+
+# bitsandbytes-foundation/bitsandbytes#486: bitsandbytes' words on native Windows (it had no GPU build there)
+BNB_NO_GPU = (
+    r"C:\Users\Administrator\AppData\Local\Programs\Python\Python310\lib\site-packages\bitsandbytes\cuda_setup"
+    r"\main.py:136: UserWarning: WARNING: No GPU detected! Check your CUDA paths. Proceeding to load CPU-only"
+    " library..."
+)
+
+
+def test_a_tools_no_gpu_words_on_native_windows_claim_nothing() -> None:
+    """The place is neither a container nor WSL2: the tool's answer is its own business."""
+    assert diagnose([BNB_NO_GPU]).code == ExitCode.OK
+    assert diagnose([UNDER_WSL, BNB_NO_GPU]).code == ExitCode.WSL2_PASSTHROUGH
