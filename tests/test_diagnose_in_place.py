@@ -131,3 +131,22 @@ def test_a_tools_no_gpu_words_on_native_windows_claim_nothing() -> None:
     """The place is neither a container nor WSL2: the tool's answer is its own business."""
     assert diagnose([BNB_NO_GPU]).code == ExitCode.OK
     assert diagnose([UNDER_WSL, BNB_NO_GPU]).code == ExitCode.WSL2_PASSTHROUGH
+
+
+# IEIT-Yuan/Yuan-2.0#65: PyTorch's own reason for the same answer, a driver older than its CUDA
+TORCH_DRIVER_OLD = (
+    "/usr/local/lib/python3.10/dist-packages/torch/cuda/__init__.py:124: UserWarning: CUDA initialization:"
+    " The NVIDIA driver on your system is too old (found version 11000). Please update your GPU driver by"
+    " downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx"
+    " Alternatively, go to: https://pytorch.org to install a PyTorch version that has been compiled with"
+    " your version of the CUDA driver. (Triggered internally at"
+    " /opt/pytorch/pytorch/c10/cuda/CUDAFunctions.cpp:108.)"
+)
+
+
+def test_a_reason_printed_beside_the_answer_is_the_cause() -> None:
+    """In a container that did get the GPU, PyTorch's False after its 'driver too old' is that driver (13),
+    not a container without GPU access (11, which would rank first)."""
+    result = diagnose([RUN_WITH_GPUS, TORCH_DRIVER_OLD, *TORCH_FALSE])
+    assert result.code == ExitCode.DRIVER_TOO_OLD
+    assert "torch-sees-no-gpu-in-place" not in {f.signature.id for f in result.findings}
