@@ -7,6 +7,7 @@ threads are put together where a test needs both."""
 from __future__ import annotations
 
 from tfdist_validate.diagnose import diagnose
+from tfdist_validate.diagnose.engine import Matcher
 from tfdist_validate.exitcodes import ExitCode
 
 # llSourcell/deep_dream_challenge#6: a line of TensorFlow's Windows CPU release build (its job's path)
@@ -52,3 +53,23 @@ def test_on_windows_a_cuda_variant_makes_a_versionless_answer_missing_libraries(
     result = diagnose([WINDOWS_PROMPT, NO_GPUS, CONDA_GPU])
     assert result.code == ExitCode.TF_NO_GPU
     assert "only 2.10" in result.failures[0].why
+
+
+def test_tensorflows_own_mac_wheel_url_shows_macos() -> None:
+    """tensorflow/tensorflow#13726: a wheel from TensorFlow's macOS URLs is installed on a Mac."""
+    url = "https://storage.googleapis.com/tensorflow/mac/cpu/tensorflow-1.3.0-py3-none-any.whl"
+    result = diagnose([f"python3 -m pip install --upgrade {url}"])
+    assert "macos" in result.evidence
+    assert result.code == ExitCode.TF_NOT_CUDA_BUILD
+
+
+def test_a_wheel_from_tensorflows_cpu_url_is_a_package_row() -> None:
+    """The URL names the variant (/cpu/) and the wheel its version: read as the package installed."""
+    matcher = Matcher()
+    matcher.feed(
+        1,
+        "python3 -m pip install --upgrade"
+        " https://storage.googleapis.com/tensorflow/mac/cpu/tensorflow-1.3.0-py3-none-any.whl",
+    )
+    [package] = matcher.reasoners.report.packages
+    assert (package.name, package.version) == ("tensorflow", (1, 3, 0))
