@@ -112,3 +112,21 @@ def test_pytorch_2_wording_is_read_with_its_own_share() -> None:
     [(total, held, _line)] = matcher.reasoners.memory.held
     assert total == size("15.60 GiB")
     assert held == total - size("700.88 MiB") - size("14.62 GiB") - size("87.96 MiB")
+
+
+def test_later_tensorflow_1x_one_line_figures_are_read() -> None:
+    """TensorFlow 1.x after 1.4 prints total and free memory on one line (tensorflow/tensorflow#23586)."""
+    matcher = Matcher()
+    matcher.feed(1, "totalMemory: 3.95GiB freeMemory: 3.87GiB")
+    [(total, held, _line)] = matcher.reasoners.memory.held
+    assert (total, held) == (size("3.95GiB"), size("3.95GiB") - size("3.87GiB"))
+
+
+def test_one_line_figures_with_most_of_the_gpu_free_leave_an_out_of_memory_the_jobs_own() -> None:
+    """anatolix/keras_Realtime_Multi-Person_Pose_Estimation#43: 0.76 of 1.95 GiB held (less than half): the
+    job's own batch (41), as before; the figures are read, not guessed."""
+    log = [
+        "totalMemory: 1.95GiB freeMemory: 1.19GiB",
+        "CUDA_ERROR_OUT_OF_MEMORY",
+    ]
+    assert diagnose(log).code == ExitCode.TRAINING_FAILED

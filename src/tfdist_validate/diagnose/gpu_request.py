@@ -26,6 +26,12 @@ GPU_REQUEST = "container-gpu"
 # driver. Unlike a start without a GPU request, a GPU request elsewhere in the log does not cancel it: the
 # request is what carried the capabilities.
 NO_COMPUTE = "container-no-compute"
+# An image build (`docker build`, `podman build`, BuildKit's "failed to solve"): its RUN steps run in
+# containers given no GPU and no driver library, whatever the host has; --gpus and the toolkit's runtime
+# apply to containers that are run (NVIDIA/nvidia-docker#225, NVIDIA/nvidia-container-toolkit#351). A GPU
+# request in the same log cancels it, as it does a start without one: the failure may be the run's.
+BUILD = "container-build"
+_WITHOUT = (NO_GPU_REQUEST, BUILD, NO_COMPUTE)  # in the order a finding names them
 
 
 def settle(evidence: dict[str, list[Line]]) -> None:
@@ -33,19 +39,30 @@ def settle(evidence: dict[str, list[Line]]) -> None:
     a container all the same (signatures that read a container's lines need the `container` context)."""
     if GPU_REQUEST in evidence:
         evidence.pop(NO_GPU_REQUEST, None)
-    for without in (NO_GPU_REQUEST, NO_COMPUTE):
+        evidence.pop(BUILD, None)
+    for without in _WITHOUT:
         if without in evidence and "container" not in evidence:
             evidence["container"] = list(evidence[without])
 
 
 def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[ExitCode, str] | None:
-    """(11, what else it could be) when the container was started without a GPU request and the line means no
-    GPU access there; None when the usual reading stands."""
-    if code is None or not contexts & {NO_GPU_REQUEST, NO_COMPUTE}:
+    """(11, what else it could be) when the container was started without a GPU request (or the line came
+    from an image build) and the line means no GPU access there; None when the usual reading stands."""
+    if code is None or not contexts.intersection(_WITHOUT):
         return None
     meant = sig.by_context.get(NO_GPU_REQUEST) or sig.by_context.get("container")
     if meant != ExitCode.CONTAINER_NO_GPU:
         return None
+    if NO_GPU_REQUEST not in contexts and BUILD in contexts:
+        # said even where the container context already gave 11: where the GPU check belongs is the news
+        why = (
+            "The line was printed while a container image was built: a build's RUN steps get no GPU and no"
+            " driver library (--gpus and the NVIDIA runtime apply to containers that are run), so GPU checks"
+            " belong in the container's start, not in the Dockerfile."
+        )
+        if code != ExitCode.CONTAINER_NO_GPU:
+            why += f" Without the build this reads as {code.name} ({int(code)})."
+        return ExitCode.CONTAINER_NO_GPU, why
     if code == ExitCode.CONTAINER_NO_GPU:  # read so already, from the container: now also why
         return code, ""
     if NO_GPU_REQUEST not in contexts:
@@ -65,5 +82,6 @@ def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[
 
 
 def context_of(contexts: set[str]) -> str:
-    """The container evidence that re-read a finding: no GPU request, else a request without compute."""
-    return NO_GPU_REQUEST if NO_GPU_REQUEST in contexts else NO_COMPUTE
+    """The container evidence that re-read a finding: no GPU request, else a build, else a request without
+    compute."""
+    return next(ctx for ctx in _WITHOUT if ctx in contexts)

@@ -1,11 +1,13 @@
 """Whose memory was it? An out-of-memory failure re-read as a GPU already held by other processes (31).
 
-An out-of-memory error (gpu-out-of-memory, 41) reads as the job's own batch being too big. Two kinds of lines
-say how much of the GPU's memory the job itself had, and so how much others held when it failed:
+An out-of-memory error (gpu-out-of-memory, 41) reads as the job's own batch being too big. These lines say how
+much of the GPU's memory the job itself had, and so how much others held when it failed:
 
 - TensorFlow 1.x prints, when it creates each GPU device and before it allocates anything, the GPU's
   "Total memory:" and, on the next line, its "Free memory:" (common_runtime/gpu/gpu_device.cc, r1.x). What is
   not free then is held by other processes (or the display).
+- Later TensorFlow 1.x releases print the same two figures on one line, at the same moment:
+  "totalMemory: 3.95GiB freeMemory: 3.87GiB" (tensorflow/tensorflow#23586, #19879 on 1.8).
 - PyTorch's allocator names, in the out-of-memory message itself, the GPU's total capacity, what it had
   allocated and reserved, and what was free (https://github.com/pytorch/pytorch/pull/13751 defines the terms:
   memory held by other programs or the driver is the rest); newer releases say "this process has N memory in
@@ -36,6 +38,7 @@ _SIZE = r"\d+(?:\.\d+)? ?(?:bytes|[KMGT]i?B)\b"
 _TEXTS = {
     "total": (rf"^\W*Total memory: +(?P<total>{_SIZE})",),
     "free": (rf"^\W*Free memory: +(?P<free>{_SIZE})",),
+    "pair": (rf"\btotalMemory: (?P<total>{_SIZE}) freeMemory: (?P<free>{_SIZE})",),
     "torch": (
         # "(GPU 0; 10.76 GiB total capacity; 996.23 MiB already allocated; 8.81 MiB free; 1010.00 MiB reserved
         # in total by PyTorch)" and the older "...; 30.96 MiB cached)"
@@ -105,6 +108,8 @@ class MemoryFacts:
             if line.number - at <= _TOTAL_TO_FREE:
                 self.held.append((total, total - value["free"], line))
             self._total = None
+        elif fact.kind == "pair":
+            self.held.append((value["total"], value["total"] - value["free"], line))
         elif fact.kind == "torch":
             total = value["total"]
             self.held.append((total, total - value["free"] - value["own"], line))

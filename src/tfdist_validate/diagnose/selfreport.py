@@ -36,6 +36,7 @@ _NOT_INSTALLED = ("no matching distribution", "could not find a version", "unins
 _PACKAGE_SIGNATURE = "tf-cpu-only-package"
 _XLA_ONLY_SIGNATURE = "tf-gpu-only-as-xla-device"
 _DEVICE_KINDS = ("xla-gpu", "xla-cpu", "gpu-device")
+_CUDA_CODES = (ExitCode.TF_NO_GPU, ExitCode.UNSUPPORTED_GPU)  # findings only a CUDA build can give
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,7 @@ class SelfReport:
     def __init__(self) -> None:
         self.packages: list[Package] = []
         self.cuda_build: Line | None = None
+        self.cpu_build: Line | None = None  # a line naming the build's CPU-only variant (its release path)
         self.listed: dict[str, Line] = {}  # the first line of each device kind TensorFlow listed
 
     def add_package(self, groups: Mapping[str, str | None], line: Line) -> None:
@@ -73,6 +75,8 @@ class SelfReport:
     def add_fact(self, kind: str, line: Line) -> None:
         if kind == "cuda-build" and self.cuda_build is None:
             self.cuda_build = line
+        elif kind == "cpu-build" and self.cpu_build is None:
+            self.cpu_build = line
         elif kind in _DEVICE_KINDS:
             self.listed.setdefault(kind, line)
 
@@ -187,7 +191,7 @@ def conclude(
     others = [f for f in findings if f.is_failure and not f.signature.no_gpu_answer]
     proof = report.cuda_build
     # TensorFlow that loaded CUDA libraries (22) or judged the GPU (23) is a CUDA build, whatever is listed
-    cuda_finding = next((f for f in others if f.code in (ExitCode.TF_NO_GPU, ExitCode.UNSUPPORTED_GPU)), None)
+    cuda_finding = next((f for f in others if f.code in _CUDA_CODES), None)
     if proof is None and cuda_finding is not None and cuda_finding.lines:
         proof = cuda_finding.lines[0]
     # Any other failure (a collective, GPU memory, the driver...) means TensorFlow got further than a CPU-only
@@ -210,7 +214,15 @@ def conclude(
             Finding(table.by_id(_XLA_ONLY_SIGNATURE), ExitCode.TF_NO_GPU, [xla], 1, why=_xla_why(xla))
         )
     version = None if tf_version is None else "{}.{}".format(*tf_version)
+    # what shows a CUDA build on Windows: not a 22 that the version alone gave (older_tf_on_windows)
+    shown = [
+        f.lines[0]
+        for f in others
+        if f.code in _CUDA_CODES and f.lines and not f.signature.older_tf_on_windows
+    ]
+    built = report.cuda_build or next(iter(shown), None)
     for finding in findings:
+        _windows_build(report, finding, built, tf_version)
         context = finding.context if finding.context in _PLATFORM_WHY else None
         if finding.code == ExitCode.TF_NOT_CUDA_BUILD and context and not finding.why:
             said = f"TensorFlow {version}{_at(tf_line)}" if version else "TensorFlow"
@@ -223,6 +235,35 @@ def conclude(
             continue  # there the GPU may never have reached the process: the signature's own reading stands
         finding.code, finding.why = code, reason
         finding.alternatives = _BARE_ALTERNATIVES if reason == _BARE_REASON else ""
+
+
+def _windows_build(
+    report: SelfReport, finding: Finding, proof: Line | None, tf_version: tuple[int, int] | None
+) -> None:
+    """On native Windows the TensorFlow version decides whether a no-GPU answer means a CPU-only build (21,
+    from 2.11) or missing CUDA libraries (22, up to 2.10). What the build itself shows outranks that guess: a
+    line naming its CPU-only variant makes it 21 at any version, and a CUDA build shown (its XLA_GPU device, a
+    GPU it found) makes a version-less answer 22, since only 2.10 and older had CUDA there."""
+    if finding.context != "windows" or finding.signature.older_tf_on_windows is None:
+        return
+    cpu = report.cpu_build
+    if finding.code == ExitCode.TF_NO_GPU and cpu is not None and proof is None:
+        finding.code = ExitCode.TF_NOT_CUDA_BUILD
+        finding.why = (
+            f"TensorFlow lists no GPU on native Windows, and {cpu.cited()} names its CPU-only variant (no"
+            " CUDA), whatever its version"
+        )
+    elif (
+        finding.code == ExitCode.TF_NOT_CUDA_BUILD
+        and tf_version is None
+        and proof is not None
+        and cpu is None
+    ):
+        finding.code = ExitCode.TF_NO_GPU
+        finding.why = (
+            f"TensorFlow lists no GPU on native Windows, but its build has CUDA ({proof.cited()}): only 2.10"
+            " and older had CUDA there, so its CUDA libraries (or the GPU itself) are what it cannot find"
+        )
 
 
 def _xla_why(line: Line) -> str:

@@ -24,7 +24,9 @@ SEVERITIES = ("error", "warning", "info")
 # Where a log came from, in the order they are listed, with the words a reader is shown for each.
 # container-no-gpu / container-gpu: a container's start that did not / did ask for a GPU (gpu_request.py)
 # container-no-compute: a GPU asked for without the driver's compute (CUDA) libraries (gpu_request.py)
+# container-build: an image build, whose RUN steps never get a GPU (gpu_request.py)
 # linux: Linux-only lines; with native Windows evidence they show WSL2 (resolve.docker_on_windows)
+# collective: a stage, not a place: a hang told in prose is a collective hang only beside it
 CONTEXT_WORDS = {
     "container": "a container",
     "wsl2": "WSL2",
@@ -38,6 +40,8 @@ CONTEXT_WORDS = {
         "a container whose GPU request leaves out the driver's compute capability (no libcuda mounted)"
     ),
     "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
+    "collective": "GPUs being joined for collectives (NCCL's lines, the CUDA P2P sample or nccl-tests)",
+    "container-build": "a container image build (docker / podman build: its RUN steps never get a GPU)",
 }
 CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -79,7 +83,9 @@ class Evidence:
 @dataclass(frozen=True)
 class Fact:
     """Lines that say something about the TensorFlow build the log ran, for the self-report reasoner
-    (selfreport.py). Kinds: `cuda-build` (the build has CUDA: an XLA_GPU device, `is_cuda_build` True)."""
+    (selfreport.py). Kinds: `cuda-build` (the build has CUDA: an XLA_GPU device, `is_cuda_build` True),
+    `cpu-build` (a line of the build itself names its CPU-only variant: it decides only TensorFlow's no-GPU
+    answer on native Windows, never alone)."""
 
     id: str
     kind: str
@@ -88,7 +94,7 @@ class Fact:
     sources: tuple[str, ...]
 
 
-FACT_KINDS = ("cuda-build", "xla-gpu", "xla-cpu", "gpu-device")
+FACT_KINDS = ("cuda-build", "cpu-build", "xla-gpu", "xla-cpu", "gpu-device")
 
 
 @dataclass(frozen=True)
