@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
-       (HALF: read|held|held2|...|held11|all)
+       (HALF: read|held|held2|...|held12|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -40,7 +40,12 @@ verbatim; a post that only tells the failure in the user's own words is not a lo
 once, at the end of the tenth round.
 
 `held11` is the eleventh round's held-back set, collected the same way and under the same rules while the
-eleventh round's signature work (which read every earlier set, held10 included) went on elsewhere.
+eleventh round's signature work (which read every earlier set, held10 included) went on elsewhere. The
+eleventh round's search budget ran out before anyone could collect it, so it was collected in the twelfth
+round, apart from that round's signature work too, and scored once on each round's code.
+
+`held12` is the thirteenth round's held-back set, collected the same way while that round's signature work
+(which read every earlier set, held11 included) went on elsewhere.
 """
 
 from __future__ import annotations
@@ -65,7 +70,8 @@ HELD8 = "held8"
 HELD9 = "held9"
 HELD10 = "held10"
 HELD11 = "held11"
-LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9, HELD10, HELD11)
+HELD12 = "held12"
+LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9, HELD10, HELD11, HELD12)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
