@@ -328,6 +328,9 @@ def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:
         " GPU usage is about 2-3% and GPU memory usage is slightly more than 200mb.",
         "However, when I was training the DDPG network, I found that the speed was rather slow and the"
         " computation was mainly done in CPU instead of GPU.",
+        # AlexeyAB/darknet#7205, hank-ai/darknet#132: cuDNN refusing a call, in darknet's two wordings
+        "cuDNN Error: CUDNN_STATUS_BAD_PARAM",
+        "* Error message:  cuDNN current error: status=2000, CUDNN_STATUS_BAD_PARAM",
     ],
 )
 def test_tensorflow_1x_registering_no_gpu_is_trouble_for_a_gpu_below_anything_it_ran_on(trouble: str) -> None:

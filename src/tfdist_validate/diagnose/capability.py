@@ -178,6 +178,10 @@ _TROUBLE = (
     r"could not satisfy explicit device specification '/(?:device:)?gpu:\d+' because no devices matching",
     r"\bdevice mapping: no known devices",
     r"\bkernel image is invalid\b",
+    # a cuDNN call refused ("cuDNN Error: CUDNN_STATUS_BAD_PARAM", "CUDNN_STATUS_ARCH_MISMATCH"): cuDNN takes
+    # no GPU below compute capability 3.0 and answers such a GPU with an error status (AlexeyAB/darknet#7205,
+    # NVIDIA/DIGITS#1659); on a supported GPU the status alone proves nothing, so it counts only as trouble
+    r"\bCUDNN_STATUS_(?!SUCCESS\b)[A-Z_]+",
 )
 
 
