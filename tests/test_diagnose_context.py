@@ -148,10 +148,27 @@ def test_a_stall_after_a_ranks_out_of_memory_passes_the_out_of_memory_on() -> No
         # a pod manifest (kubernetes.io/docs/concepts/workloads/pods), an event (toolkit#1239)
         "kind: Pod",
         "Warning  Failed     10s (x2 over 10s)  kubelet            Error: failed to create containerd task",
+        # tensorflow/tensorflow#50735: "docker image" in other words than run / use / from
+        "Is there a tensorflow docker image where I can specify the CUDA/CUDNN version specifically?",
+        # aws/sagemaker-tensorflow-training-toolkit#182: an image in Amazon ECR
+        "I downloaded this one: `520713654638.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tensorflow-scriptmode"
+        ":1.12.0-gpu-py3`.",
     ],
 )
 def test_container_evidence_from_prose_builds_and_manifests(line: str) -> None:
     assert "container" in diagnose([line]).evidence
+
+
+def test_libcuda_missing_from_a_docker_image_is_a_container_without_the_driver() -> None:
+    """keras-team/autokeras#1609: a GPU was provisioned, the job's docker image found no libcuda.so.1: the
+    container did not get the host's driver (11), not a host without one (10)."""
+    log = [
+        "Incompatible / missing CUDA drivers for docker image used in Tensor Flow Cloud",
+        "\"'libcuda.so.1'; dlerror: libcuda.so.1: cannot open shared object file: No such file or"
+        ' directory"',
+    ]
+    assert diagnose(log).code == ExitCode.CONTAINER_NO_GPU
+    assert diagnose(log[1:]).code == ExitCode.NO_DRIVER
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,14 @@ much of the GPU's memory the job itself had, and so how much others held when it
   memory held by other programs or the driver is the rest); newer releases say "this process has N memory in
   use" instead.
 
+The job's own CUDA context (the driver's per-process state, plus the cuDNN / cuBLAS handles and kernels
+loaded into it) takes GPU memory no allocator counts: PyTorch's documentation says its allocated figure is
+less than `nvidia-smi` shows because "some context needs to be created on GPU", and a bare `import torch`
+process was seen holding 781 MB (pytorch/pytorch#34323). TensorFlow 1.x reads its free memory after creating
+that context. So every reading but PyTorch's "this process has N memory in use" (which includes it) counts
+the job's own context as held by others: CONTEXT_ALLOWANCE is taken off first. On a small GPU (1-2 GiB) it
+is a large share of the whole.
+
 When more than half of a GPU was held by others, the out-of-memory is not the job's batch but a GPU that was
 not free: 31 (the same reading as a busy GPU), with the numbers in the finding's `why`. Without an
 out-of-memory finding nothing changes: a busy GPU that still had room is not a failure.
@@ -30,6 +38,7 @@ from tfdist_validate.diagnose.signatures import compile_pattern
 from tfdist_validate.exitcodes import ExitCode
 
 HELD_SHARE = 0.5  # more than this share of the GPU held by others when the job ran out
+CONTEXT_ALLOWANCE = 768 << 20  # the job's own CUDA context, which the readings count as others' (see above)
 MAX_KEPT = 8  # readings kept (a TensorFlow 1.x log prints one pair per GPU)
 _TOTAL_TO_FREE = 2  # TensorFlow 1.x prints "Free memory:" on the line right after "Total memory:"
 _OOM = "gpu-out-of-memory"
@@ -73,6 +82,8 @@ class MemoryFact(Fact):
 
     def value(self, match: re.Match[str]) -> object:
         groups = {k: size(v) for k, v in match.groupdict().items() if v is not None}
+        # only PyTorch's "this process has N memory in use" counts the job's own CUDA context as its own
+        groups["context_counted"] = int("own" in groups)
         if self.kind == "torch" and "own" not in groups:
             allocated = groups.get("allocated", 0)
             # "reserved (in total)" includes what is allocated; "cached" and "reserved but unallocated" come
@@ -106,13 +117,14 @@ class MemoryFacts:
         elif fact.kind == "free" and self._total is not None:
             total, at = self._total
             if line.number - at <= _TOTAL_TO_FREE:
-                self.held.append((total, total - value["free"], line))
+                self.held.append((total, _others(total - value["free"], counted=False), line))
             self._total = None
         elif fact.kind == "pair":
-            self.held.append((value["total"], value["total"] - value["free"], line))
+            self.held.append((value["total"], _others(value["total"] - value["free"], counted=False), line))
         elif fact.kind == "torch":
             total = value["total"]
-            self.held.append((total, total - value["free"] - value["own"], line))
+            held = total - value["free"] - value["own"]
+            self.held.append((total, _others(held, counted=bool(value["context_counted"])), line))
 
     def reread(self, findings: list[Finding]) -> None:
         """The out-of-memory finding as 31 when others held most of a GPU, and why."""
@@ -132,6 +144,11 @@ class MemoryFacts:
             f" nothing else was running, it is the job's own out-of-memory ({int(ExitCode.TRAINING_FAILED)})."
         )
         oom.lines = sorted({*oom.lines, line}, key=lambda kept: kept.number)  # in log order, once
+
+
+def _others(held: int, *, counted: bool) -> int:
+    """What others held: the reading, less the job's own CUDA context where the reading did not count it."""
+    return held if counted else max(0, held - CONTEXT_ALLOWANCE)
 
 
 def _gib(count: int) -> str:
