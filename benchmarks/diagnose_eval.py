@@ -77,6 +77,8 @@ EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
 PRINTED = EVAL.with_name("printed.yaml")
+# what a blind reader named from each excerpt's text alone (held10 on): how far excerpts can be read at all
+BLIND = EVAL.with_name("blind.yaml")
 
 
 def load() -> list[dict[str, Any]]:
@@ -90,6 +92,41 @@ def without_printed_lines() -> set[str]:
         return set()
     judged: list[dict[str, Any]] = yaml.safe_load(PRINTED.read_text(encoding="utf-8")) or []
     return {entry["id"] for entry in judged if entry["printed"] is False}
+
+
+def blind_readings() -> dict[str, dict[str, Any]]:
+    """id -> the blind reader's answer (code, decidable, also, why); none when blind.yaml is absent."""
+    if not BLIND.exists():
+        return {}
+    read: list[dict[str, Any]] = yaml.safe_load(BLIND.read_text(encoding="utf-8")) or []
+    return {entry["id"]: entry for entry in read}
+
+
+def report_blind(entries: list[dict[str, Any]], label: str) -> None:
+    """The blind reader's figure beside `diagnose`'s, on the excerpts both read: a ceiling to compare with,
+    never the measure (the reader is not the tool)."""
+    readings = blind_readings()
+    both = [e for e in entries if e["id"] in readings]
+    if not both:
+        print(f"{label}: no blind reading")
+        return
+    right, total, per = score(both, show_misses=False)
+    blind_per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    decidable = 0
+    for entry in both:
+        reading = readings[entry["id"]]
+        blind_per[entry["category"]][0] += reading["code"] == entry["expected"]
+        blind_per[entry["category"]][1] += 1
+        decidable += bool(reading["decidable"])
+    blind_right = sum(ok for ok, _ in blind_per.values())
+    print(
+        f"{label}: blind reader {blind_right}/{total} = {blind_right / total:.2f}, "
+        f"diagnose {right}/{total} = {right / total:.2f}; "
+        f"the reader found {decidable} of {total} settled by the text alone"
+    )
+    for category in sorted(per):
+        ok, n = per[category]
+        print(f"  {category:<20} reader {blind_per[category][0]:>3}/{n:<3} diagnose {ok:>3}/{n:<3}")
 
 
 def split_halves(entries: list[dict[str, Any]]) -> dict[str, str]:
@@ -166,12 +203,20 @@ def main() -> int:
         action="store_true",
         help="leave out the excerpts judged to hold no printed line (printed.yaml): a second figure",
     )
+    parser.add_argument(
+        "--blind",
+        action="store_true",
+        help="the blind reader's figure (blind.yaml) beside diagnose's, on the excerpts it read",
+    )
     args = parser.parse_args()
     entries = load()
     if args.split:
         write_split(entries)
         return 0
     chosen = [e for e in entries if args.half == "all" or e["half"] == args.half]
+    if args.blind:
+        report_blind(chosen, args.half)
+        return 0
     if args.printed_only:
         prose_only = without_printed_lines()
         chosen = [e for e in chosen if e["id"] not in prose_only]

@@ -262,3 +262,24 @@ def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines(
     for entry in judged:
         assert entry["half"] == halves[entry["id"]] and isinstance(entry["printed"], bool) and entry["why"]
     assert _script().without_printed_lines() == {j["id"] for j in judged if not j["printed"]}
+
+
+def test_the_blind_reading_covers_held10_to_held12_once_with_contract_codes(capsys: Any) -> None:
+    """blind.yaml: one reading per excerpt of held10..held12, each a code of the contract's table with its
+    reason; the scorer's --blind reports the reader's figure beside diagnose's on those excerpts only."""
+    from tfdist_validate.exitcodes import ExitCode
+
+    script = _script()
+    readings = script.blind_readings()
+    read = {e["id"] for e in EVAL if e["half"] in ("held10", "held11", "held12")}
+    assert set(readings) == read
+    codes = {int(code) for code in ExitCode}
+    for reading in readings.values():
+        assert reading["code"] in codes and set(reading["also"]) <= codes
+        assert isinstance(reading["decidable"], bool) and reading["why"]
+    script.report_blind([e for e in EVAL if e["half"] == "held12"], "held12")
+    first = capsys.readouterr().out.splitlines()[0]
+    right = sum(readings[e["id"]]["code"] == e["expected"] for e in EVAL if e["half"] == "held12")
+    assert first.startswith(f"held12: blind reader {right}/68 ")
+    script.report_blind([e for e in EVAL if e["half"] == "read"], "read")
+    assert capsys.readouterr().out.strip() == "read: no blind reading"
