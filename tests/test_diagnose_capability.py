@@ -336,3 +336,35 @@ def test_a_gpu_below_a_minimum_another_library_states_is_named() -> None:
 def test_tensorflow_1x_registering_no_gpu_is_trouble_for_a_gpu_below_anything_it_ran_on(trouble: str) -> None:
     assert _reasoned(f"My GPU is a GeForce GTX 560\n{trouble}") is not None
     assert _reasoned("My GPU is a GeForce GTX 560") is None
+
+
+# NVIDIA/tensorflow#110: TensorFlow could not load one of its CUDA libraries (cuda-libs-missing, 22)
+_LIBRARY_MISSING = (
+    "2024-06-19 16:06:44.996032: W tensorflow/stream_executor/platform/default/dso_loader.cc:60]"
+    " Could not load dynamic library 'libcusolver.so.11'; dlerror: libnvJitLink.so.12:"
+    " cannot open shared object file: No such file or directory"
+)
+
+
+def test_missing_cuda_libraries_are_beside_the_point_for_a_gpu_below_every_release() -> None:
+    """tensorflow/tensorflow#227's GTX 560 (2.1), which no TensorFlow ever ran on, in a log where a CUDA
+    library is missing too: installing the library would not make the GPU usable, so the GPU decides (23)
+    and the library finding is shown after it, as beside the point."""
+    log = f"I have a little bit old GPU card (GeForce GTX 560).\n{_LIBRARY_MISSING}"
+    result = diagnose(log)
+    assert int(result.code) == 23
+    libs = next(f for f in result.failures if f.signature.id == "cuda-libs-missing")
+    assert libs.echo_of == REASONED
+    assert f"beside the point while the failure above ({REASONED}) stands" in render(result, "log")
+
+
+def test_missing_cuda_libraries_still_decide_for_a_gpu_some_release_ran_on() -> None:
+    """A Tesla K10 (3.0) ran on TensorFlow built from source with 3.0 in its capabilities: below the prebuilt
+    floor, it is not hopeless, so the missing library stays the first cause (22)."""
+    log = (
+        "Ignoring gpu device (device: 0, name: Tesla K10.G2.8GB, pci bus id: 0000:45:00.0)\n"
+        f"{_LIBRARY_MISSING}"
+    )
+    result = diagnose(log)
+    assert int(result.code) == 22
+    assert all(f.echo_of is None for f in result.failures)

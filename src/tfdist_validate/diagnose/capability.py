@@ -25,6 +25,9 @@ LOWEST_EVER = (
     3,
     0,
 )  # no TensorFlow release ran on a GPU below this (prebuilt packages: 3.5, see gpu_models.yaml)
+# TensorFlow's "could not load the CUDA libraries" failures (signatures.yaml): moot beside a GPU below
+# LOWEST_EVER (with the libraries in place TensorFlow would still have no code for it)
+LIBRARY_FAILURES = ("cuda-libs-missing", "gpu-libs-dlopen-failed", "cudart-stub-no-cuda")
 PREBUILT_FLOOR = (3, 5)  # every prebuilt TensorFlow GPU package, when the log does not say which release
 # words before a stated capability that make it a requirement, not the GPU's own ("minimum required ... 3.5")
 _REQUIREMENT_BEFORE = re.compile(
@@ -217,6 +220,9 @@ def facts() -> tuple[Fact, ...]:
 class Verdict:
     why: str
     lines: list[Line]
+    # the failures this verdict makes beside the point (resolve.mark_echoes): for a GPU below every TensorFlow
+    # release, the CUDA libraries TensorFlow could not load would not give it a usable GPU either
+    moots: tuple[str, ...] = ()
 
 
 @dataclass
@@ -266,13 +272,15 @@ class CapabilityFacts:
         trouble = failed or bool(self.trouble)
         for said, cc, line in named:
             reason = self._required(said, cc)
+            ancient = reason is None and trouble and cc < LOWEST_EVER
             if reason is None and trouble:
                 reason = _below_ever(said, cc) or _outside_build(said, cc, tf_version, tf_line, knowledge)
                 reason = reason or self._newer_than_cuda(said, cc, knowledge)
             if reason is not None:
                 why, more = reason
                 evidence = [line, *more, *self.trouble[:1]]
-                return Verdict(why, sorted(set(evidence), key=lambda x: x.number))
+                moots = LIBRARY_FAILURES if ancient else ()
+                return Verdict(why, sorted(set(evidence), key=lambda x: x.number), moots)
         return None
 
     def _required(self, said: str, cc: Capability) -> tuple[str, list[Line]] | None:

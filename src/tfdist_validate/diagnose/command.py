@@ -59,10 +59,12 @@ def _finding(finding: Finding) -> list[str]:
     if finding.why:
         out += _wrap("why:", finding.why)
     out += _wrap("means:", sig.meaning)
-    if finding.echo_of:
+    if finding.echo_of == "gpu-out-of-memory":
         out.append(
             f"  (passes on the failure above ({finding.echo_of}) to the other replicas: not a cause itself)"
         )
+    elif finding.echo_of:
+        out.append(f"  (beside the point while the failure above ({finding.echo_of}) stands: fix that first)")
     if finding.alternatives:
         out += _wrap("or:", finding.alternatives)
     out += _wrap("fix:", sig.fix)

@@ -305,7 +305,7 @@ class Matcher:
                 continue
             finding = resolve.resolve(sig, hits.lines, hits.count, contexts, self.tf_version)
             if verdict is not None:
-                finding.why = verdict.why
+                finding.why, finding.moots = verdict.why, verdict.moots
             if self.dry_run is not None and finding.is_failure and finding.code in _GPU_CODES:
                 continue  # the GPUs were hidden on purpose: their absence is not a cause
             findings.append(finding)

@@ -39,6 +39,7 @@ class Finding:
     context: str | None = None  # the evidence that chose the code, for a context-dependent line
     alternatives: str = ""  # set when the code was a guess for want of evidence
     echo_of: str | None = None  # the signature whose failure this one only passes on (not a cause itself)
+    moots: tuple[str, ...] = ()  # signatures whose failures this one makes beside the point (resolve.py)
     # a whole-log reasoner's account of the facts it decided from ("GeForce GTX 780 Ti has compute capability
     # 3.5; ...", "TensorFlow 2.16 on native Windows: ..."), for the reader
     why: str = ""

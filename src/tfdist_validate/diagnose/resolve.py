@@ -63,6 +63,7 @@ _ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error", "horovo
 
 
 def mark_echoes(findings: list[Finding]) -> None:
+    _mark_moot(findings)
     oom = next((f for f in findings if f.signature.id == _OOM and f.lines), None)
     if oom is None:
         return
@@ -70,6 +71,16 @@ def mark_echoes(findings: list[Finding]) -> None:
     for finding in findings:
         if finding.signature.id in _ABORT_ECHOES and finding.lines and finding.lines[0].number >= first_oom:
             finding.echo_of = _OOM
+
+
+def _mark_moot(findings: list[Finding]) -> None:
+    """A failure another finding makes beside the point (`moots`, e.g. a GPU below every TensorFlow release
+    beside the CUDA libraries TensorFlow could not load: installing them would not make that GPU usable) is
+    shown after it and does not decide the code."""
+    for cause in findings:
+        for finding in findings:
+            if finding is not cause and finding.echo_of is None and finding.signature.id in cause.moots:
+                finding.echo_of = cause.signature.id
 
 
 def order(finding: Finding) -> tuple[int, bool, tuple[int, int], int]:
