@@ -6,8 +6,9 @@ https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html; the sam
 numba/cuda/cudadrv/enums.py at 5340f052d01403b12480fa19e596200ee0d0e131). The lines below are NOT copied from
 threads: each puts one enum into a printer's known format (the CUDA samples' checkCudaErrors "code=N(name)",
 PyTorch's old "cuda runtime error (N)", Caffe's "error == cudaSuccess (N vs. 0)", llama.cpp's "CUDA error N
-at"), so that every name and number the table now knows is checked, including those no public thread showed
-with the name or number alone. The real lines are in tests/fixtures/logs/real_lines.yaml.
+at", Ollama's "init failure: N"), so that every name and number the table now knows is checked, including
+those no public thread showed with the name or number alone. The real lines are in
+tests/fixtures/logs/real_lines.yaml.
 """
 
 from __future__ import annotations
@@ -60,6 +61,8 @@ def test_an_enum_name_alone_names_its_code(name: str, number: int, code: int) ->
         "RuntimeError: cuda runtime error ({n}) at /opt/THC/THCGeneral.cpp:70",
         "F0101 syncedmem.cpp:19] Check failed: error == cudaSuccess ({n} vs. 0)",
         "CUDA error: {n}",
+        'msg="Unable to load cudart library libcuda.so.1: cuda driver library init failure: {n}"',
+        'msg="Unable to load cudart library libcudart.so.12: cudart init failure: {n}"',
     ],
 )
 def test_a_number_the_line_calls_a_cuda_error_names_its_code(form: str, number: int, code: int) -> None:
