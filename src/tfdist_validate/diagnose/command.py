@@ -10,6 +10,7 @@ from tfdist_validate import TOOL_NAME, __version__
 from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, Matcher
 from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
+from tfdist_validate.diagnose.resolve import OUT_OF_MEMORY
 from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
 
 _WIDTH = 100
@@ -59,7 +60,7 @@ def _finding(finding: Finding) -> list[str]:
     if finding.why:
         out += _wrap("why:", finding.why)
     out += _wrap("means:", sig.meaning)
-    if finding.echo_of == "gpu-out-of-memory":
+    if finding.echo_of == OUT_OF_MEMORY:
         out.append(
             f"  (passes on the failure above ({finding.echo_of}) to the other replicas: not a cause itself)"
         )

@@ -34,6 +34,7 @@ from functools import lru_cache
 
 from tfdist_validate.diagnose.capability import Fact
 from tfdist_validate.diagnose.findings import Finding, Line
+from tfdist_validate.diagnose.resolve import OUT_OF_MEMORY
 from tfdist_validate.diagnose.signatures import compile_pattern
 from tfdist_validate.exitcodes import ExitCode
 
@@ -41,7 +42,6 @@ HELD_SHARE = 0.5  # more than this share of the GPU held by others when the job 
 CONTEXT_ALLOWANCE = 768 << 20  # the job's own CUDA context, which the readings count as others' (see above)
 MAX_KEPT = 8  # readings kept (a TensorFlow 1.x log prints one pair per GPU)
 _TOTAL_TO_FREE = 2  # TensorFlow 1.x prints "Free memory:" on the line right after "Total memory:"
-_OOM = "gpu-out-of-memory"
 
 _SIZE = r"\d+(?:\.\d+)? ?(?:bytes|[KMGT]i?B)\b"
 _TEXTS = {
@@ -128,7 +128,7 @@ class MemoryFacts:
 
     def reread(self, findings: list[Finding]) -> None:
         """The out-of-memory finding as 31 when others held most of a GPU, and why."""
-        oom = next((f for f in findings if f.signature.id == _OOM and f.code is not None), None)
+        oom = next((f for f in findings if f.signature.id == OUT_OF_MEMORY and f.code is not None), None)
         busy = next(((t, h, line) for t, h, line in self.held if t > 0 and h > HELD_SHARE * t), None)
         if oom is None or busy is None:
             return

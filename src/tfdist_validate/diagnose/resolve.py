@@ -58,19 +58,19 @@ def resolve(
 # A replica that runs out of memory aborts the collective it was part of: the other replicas then report the
 # abort (StartAbort, "Collective ops is aborted by", NCCL errors, timeouts). Those lines come after the
 # out-of-memory and pass it on; they are not a second cause, so they do not decide the code.
-_OOM = "gpu-out-of-memory"
+OUT_OF_MEMORY = "gpu-out-of-memory"  # also re-read by memory_held.py and named by command.py
 _ABORT_ECHOES = frozenset({"multiworker-peer-unreachable", "nccl-error", "horovod-stalled-ranks"})
 
 
 def mark_echoes(findings: list[Finding]) -> None:
     _mark_moot(findings)
-    oom = next((f for f in findings if f.signature.id == _OOM and f.lines), None)
+    oom = next((f for f in findings if f.signature.id == OUT_OF_MEMORY and f.lines), None)
     if oom is None:
         return
     first_oom = oom.lines[0].number
     for finding in findings:
         if finding.signature.id in _ABORT_ECHOES and finding.lines and finding.lines[0].number >= first_oom:
-            finding.echo_of = _OOM
+            finding.echo_of = OUT_OF_MEMORY
 
 
 def _mark_moot(findings: list[Finding]) -> None:
