@@ -272,14 +272,17 @@ class CapabilityFacts:
         trouble = failed or bool(self.trouble)
         for said, cc, line in named:
             reason = self._required(said, cc)
-            ancient = reason is None and trouble and cc < LOWEST_EVER
+            below = (
+                None  # the reason when the GPU is below every release: that one moots the library failures
+            )
             if reason is None and trouble:
-                reason = _below_ever(said, cc) or _outside_build(said, cc, tf_version, tf_line, knowledge)
+                below = _below_ever(said, cc)
+                reason = below or _outside_build(said, cc, tf_version, tf_line, knowledge)
                 reason = reason or self._newer_than_cuda(said, cc, knowledge)
             if reason is not None:
                 why, more = reason
                 evidence = [line, *more, *self.trouble[:1]]
-                moots = LIBRARY_FAILURES if ancient else ()
+                moots = LIBRARY_FAILURES if below is not None else ()
                 return Verdict(why, sorted(set(evidence), key=lambda x: x.number), moots)
         return None
 
