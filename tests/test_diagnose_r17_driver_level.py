@@ -112,3 +112,17 @@ def test_the_cut_pytorch_message_still_reads_memory_held_by_others() -> None:
 )
 def test_near_misses_are_not_failures(line: str) -> None:
     assert int(diagnose(line).code) == 0
+
+
+# CUDA's error 34 by the names the driver and runtime APIs give it (numba/cuda/cudadrv/enums.py at
+# 5340f052d01403b12480fa19e596200ee0d0e131: CUDA_ERROR_STUB_LIBRARY = 34), in numba's CudaAPIError format
+# ("[%s] Call to %s results in %s") and the checkCudaErrors "code=N(name)" form
+STUB = [
+    "numba.cuda.cudadrv.driver.CudaAPIError: [34] Call to cuInit results in CUDA_ERROR_STUB_LIBRARY",
+    'CUDA error at main.cu:12 code=34(cudaErrorStubLibrary) "cudaGetDeviceCount(&n)"',
+]
+
+
+@pytest.mark.parametrize("line", STUB)
+def test_the_stub_libcuda_is_a_loader_path_problem(line: str) -> None:
+    assert int(diagnose(line).code) == 22
