@@ -126,3 +126,20 @@ STUB = [
 @pytest.mark.parametrize("line", STUB)
 def test_the_stub_libcuda_is_a_loader_path_problem(line: str) -> None:
     assert int(diagnose(line).code) == 22
+
+
+# status names of CUDA's libraries and cuDNN (cuSOLVER's and cuRAND's as CuPy raises them, cupy_backends/cuda/
+# libs/cusolver.pyx and curand.pyx at 6b6d9563c4f7410cd1866a11b2f71a60dd45a68c: the exception's text is the
+# name; cuDNN's in PyTorch's "cuDNN error: <name>" form, as mav-rik/facerestore_cf#27 shows it)
+LIBRARY_STATUS = [
+    ("cupy_backends.cuda.libs.cusolver.CUSOLVERError: CUSOLVER_STATUS_ARCH_MISMATCH", 23),
+    ("cupy_backends.cuda.libs.curand.CURANDError: CURAND_STATUS_ARCH_MISMATCH", 23),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH", 23),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_SUBLIBRARY_LOADING_FAILED", 22),
+    ("RuntimeError: cuDNN error: CUDNN_STATUS_VERSION_MISMATCH", 22),
+]
+
+
+@pytest.mark.parametrize(("line", "code"), LIBRARY_STATUS, ids=[line for line, _ in LIBRARY_STATUS])
+def test_a_library_status_name_names_its_code(line: str, code: int) -> None:
+    assert int(diagnose(line).code) == code
