@@ -146,6 +146,13 @@ TOOLKIT = [
     ("ERROR: Missing tool nvidia-container-cli, see https://github.com/NVIDIA/libnvidia-container", 11),
     ('ERROR: Unknown driver capability "bogus".', 11),
     ('Error: Failed to start device "gpu0": Failed detecting requested GPU device', 11),
+    # the CDI library (tags.cncf.io/container-device-interface, vendored by podman) and nvidia-docker 1.0
+    (
+        "Error: setting up CDI devices: failed to inject devices: failed to stat CDI host device"
+        ' "/dev/nvidia1": no such file or directory',
+        11,
+    ),
+    ("nvidia-docker | 2016/03/01 09:00:00 Error: unsupported CUDA version: 7.5 < 7.0", 13),
     # NVIDIA's Kubernetes device plugin
     ("E0101 12:00:00.000000       1 factory.go:118] Incompatible strategy detected auto", 11),
     (
