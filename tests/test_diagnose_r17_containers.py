@@ -153,6 +153,9 @@ TOOLKIT = [
         11,
     ),
     ("nvidia-docker | 2016/03/01 09:00:00 Error: unsupported CUDA version: 7.5 < 7.0", 13),
+    # containerd's CRI plugin and enroot's hook runner
+    ('failed to get sandbox runtime: no runtime for "nvidia" is configured', 11),
+    ("[ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1", 11),
     # NVIDIA's Kubernetes device plugin
     ("E0101 12:00:00.000000       1 factory.go:118] Incompatible strategy detected auto", 11),
     (
@@ -215,3 +218,15 @@ def test_a_driver_library_the_image_carries_keeps_its_wsl2_reading() -> None:
 )
 def test_harmless_lines_stay_harmless(line: str) -> None:
     assert int(diagnose(line).code) == 0
+
+
+def test_a_hook_failure_passes_on_the_driver_failure_printed_beside_it() -> None:
+    """enroot's and crun's hook lines only report that the NVIDIA hook failed; when the hook's own line says
+    the host's driver is the cause, that decides (the runtime layer would otherwise outrank the driver)."""
+    driver = "nvidia-container-cli: initialization error: nvml error: driver not loaded"
+    for hook in (
+        "[ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1",
+        "Error: OCI runtime error: error executing hook `/usr/bin/nvidia-ctk` (exit code: 1)",
+    ):
+        assert int(diagnose(hook).code) == 11
+        assert int(diagnose(driver + "\n" + hook).code) == 10
