@@ -133,6 +133,8 @@ TOOLKIT = [
     ),
     ("Error: converting GPU identifiers to CDI devices: no known GPU vendor found in CDI specs", 11),
     ("WARNING: Could not find any nv libraries on this host!", 10),
+    ("FATAL:   container creation failed: nvidia-container-cli not allowed in setuid mode", 11),
+    ("FATAL:   --fakeroot does not support --nvccli in set-uid installations", 11),
     (
         "[ERROR] Command not found: nvidia-container-cli, see https://github.com/NVIDIA/libnvidia-container",
         11,
