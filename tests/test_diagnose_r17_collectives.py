@@ -173,3 +173,33 @@ def test_a_peer_lost_after_an_out_of_memory_is_not_a_second_cause() -> None:
     ):
         assert int(diagnose(oom + "\n" + echo).code) == 41, echo
         assert int(diagnose(echo).code) == 40, echo
+
+
+# The user's words for peer-to-peer copies that arrive wrong (prose-p2p-copy-corrupted; its real sentences
+# from five threads are in real_lines.yaml): other phrasings of the same report, and sentences about copies
+# between GPUs that went right, which must stay harmless.
+P2P_CORRUPTED = [
+    "Copying tensors between the two GPUs gives zeros on the second one",
+    "Results are corrupted when moving data between GPUs, but fine through the CPU",
+    "x.to('cuda:1') from cuda:0 gets a zero tensor",
+    "Sending a batch from one GPU to another returns wrong values",
+]
+
+
+@pytest.mark.parametrize("words", P2P_CORRUPTED)
+def test_the_users_words_for_corrupted_peer_copies_name_40(words: str) -> None:
+    result = diagnose(words)
+    assert int(result.code) == 40
+    assert "user's words" in result.findings[0].why
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        "Copying data between the GPUs works fine.",
+        "Moving the model from one GPU to another is slow",
+        "The tensor is moved to the second GPU before the loss is computed.",
+    ],
+)
+def test_words_about_copies_that_went_right_stay_harmless(words: str) -> None:
+    assert int(diagnose(words).code) == 0
