@@ -21,6 +21,8 @@ The real lines from public threads are in tests/fixtures/logs/real_lines.yaml.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tfdist_validate.diagnose import diagnose
@@ -203,3 +205,36 @@ def test_the_users_words_for_corrupted_peer_copies_name_40(words: str) -> None:
 )
 def test_words_about_copies_that_went_right_stay_harmless(words: str) -> None:
     assert int(diagnose(words).code) == 0
+
+
+def _fabric_section(state: str, status: str) -> str:
+    """The Fabric section of `nvidia-smi -q` (the layout of
+    tests/fixtures/real/nvidia-smi-q_rtx4090_537.13_wsl2.txt and of an H100's, where it reads Completed), with
+    the given state (NVSentinel#883: a GPU goes Not Started -> In Progress -> Completed)."""
+    return (
+        "    Fabric\n"
+        f"        State                                          : {state}\n"
+        f"        Status                                         : {status}\n"
+        "        CliqueId                                       : 0\n"
+    )
+
+
+@pytest.mark.parametrize("state", ["Not Started", "In Progress"])
+def test_nvidia_smi_fabric_state_before_completed_is_fabric_not_ready(state: str) -> None:
+    assert int(diagnose(_fabric_section(state, "N/A")).code) == 14
+
+
+@pytest.mark.parametrize("state", ["Completed", "N/A"])
+def test_nvidia_smi_fabric_completed_or_absent_is_harmless(state: str) -> None:
+    assert int(diagnose(_fabric_section(state, "Success" if state == "Completed" else "N/A")).code) == 0
+
+
+def test_the_real_nvidia_smi_q_outputs_stay_harmless() -> None:
+    """Every recorded `nvidia-smi -q` of a healthy GPU (its Fabric section reads N/A) stays harmless."""
+    real = Path(__file__).parent / "fixtures" / "real"
+    outputs = sorted(real.glob("nvidia-smi-q_*.txt"))
+    assert outputs
+    for path in outputs:
+        text = path.read_text(encoding="utf-8")
+        assert "Fabric" in text
+        assert int(diagnose(text).code) == 0, path.name
