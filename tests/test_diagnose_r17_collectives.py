@@ -72,6 +72,12 @@ COLLECTIVE = [
     "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId"
     " from [0]"
     " via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
+    # NCCL's result 4 by name (src/nccl.h.in)
+    "ncclInvalidArgument: Invalid value for an argument.",
+    # Open MPI's TCP transport (opal/mca/btl/tcp/help-mpi-btl-tcp.txt at open-mpi/ompi
+    # 8efebee745e15516a7f5f1f295df86c78014c76c), as mpirun under Horovod prints it
+    "[1,0]<stderr>:WARNING: Open MPI failed to handshake with a connecting peer MPI",
+    "An MPI communication peer process has unexpectedly disconnected.  This",
     # Gloo
     "RuntimeError: [/opt/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:534] Socket closed"
     " [10.0.0.2]:41122",
@@ -157,6 +163,9 @@ _NEW = (
     "simplep2p-verification-error",
     "dcgm-p2p-nvlink-fault",
     "dcgm-fabric-not-ready",
+    "prose-p2p-copy-corrupted",
+    "nvidia-smi-fabric-not-ready",
+    "openmpi-peer-tcp-failed",
 )
 
 
@@ -169,6 +178,7 @@ def test_a_peer_lost_after_an_out_of_memory_is_not_a_second_cause() -> None:
         " by peer [10.0.0.2]:28048",
         "Last error:\nsocketProgress: Connection closed by remote peer node2<42830>",
         "[E ProcessGroupNCCL.cpp:489] Some NCCL operations have failed or timed out.",
+        "An MPI communication peer process has unexpectedly disconnected.  This",
         "UNAVAILABLE: Task /job:worker/replica:0/task:1 heartbeat timeout. This indicates that the remote"
         " task has"
         " failed, got preempted, or crashed unexpectedly.",
