@@ -37,6 +37,7 @@ COLLECTIVE = [
     "Last error:\nNET/Socket : No usable listening interface found",
     "Last error:\nNET/IB : No IP interface found.",
     "Last error:\nNet : error encountered when getting address info : Name or service not known",
+    "Last error:\nNet : No interface found in the same subnet as remote address 192.168.1.10<23456>",
     "Last error:\nMismatched NCCL version detected : rank 3 version 21903 rank 0 version 22105",
     "Last error:\nMultiple Ranks are using the same GPU/Partition. Set"
     " NCCL_MULTI_RANK_GPU_ENABLE=1 to enable this",
