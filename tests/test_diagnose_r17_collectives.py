@@ -12,7 +12,9 @@ d75edc93bfaf83aacbac4d25d0161141c7c928b0)
 and coordination service (xla/tsl/distributed_runtime/coordination/coordination_service.cc at
 4c7092b7693922fb11fcf1f183ed4dca1566fa23), CUDA's simpleP2P sample (NVIDIA/cuda-samples
 c94ff366aed18c797b8a85dfaac7817b0228b420) and DCGM's failure messages (dcgmlib/dcgm_errors.h,
-modules/health/DcgmHealthWatch.cpp at NVIDIA/DCGM 72fa3feaa67d716a75323a8f47c34ff3ee73f824).
+modules/health/DcgmHealthWatch.cpp at NVIDIA/DCGM 72fa3feaa67d716a75323a8f47c34ff3ee73f824), Open MPI's TCP
+transport help texts (opal/mca/btl/tcp/help-mpi-btl-tcp.txt at open-mpi/ompi
+8efebee745e15516a7f5f1f295df86c78014c76c).
 The lines below are NOT copied from threads: each fills one message's format string in the way its printer
 shows it (NCCL's "host:pid:tid [dev] file:line" prefix or PyTorch's "Last error:" relay, Gloo's "[file:line]"
 prefix, TensorFlow's errors_impl exceptions). Every one of them read as nothing (0) before these signatures.
