@@ -63,6 +63,11 @@ IMPORT = [
     "ERROR: tensorflow-2.15.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl is not a"
     " supported wheel on this platform.",
     "tensorflow_gpu-1.0.1-cp34-cp34m-linux_x86_64.whl is not a supported wheel on this platform.",
+    # no TensorFlow in this interpreter, or no native module (Python 2's wording has no quotes)
+    "ImportError: No module named tensorflow",
+    "ModuleNotFoundError: No module named 'tensorflow.python._pywrap_tensorflow_internal'",
+    # protobuf 4 refusing TensorFlow's generated modules (google/protobuf/descriptor.py's message)
+    "TypeError: Descriptors cannot be created directly.",
 ]
 
 
@@ -83,6 +88,9 @@ SHARING = [
     "exception: Error initializing Context: CUDA_ERROR_INVALID_DEVICE (101) at /src/CudaContext.cpp:152",
     "cuCtxCreate failed: CUDA_ERROR_INVALID_DEVICE",
     "pyopencl._cl.LogicError: clCreateContext failed: INVALID_DEVICE",
+    # a context refused for want of memory (PyCUDA's "<call> failed: <cuGetErrorString>", OpenMM's format)
+    "pycuda._driver.MemoryError: cuCtxCreate failed: out of memory",
+    "Error initializing Context: CUDA_ERROR_OUT_OF_MEMORY (2) at /src/CudaContext.cpp:152",
     # Charm++, old and new
     "Return value 46 from 'cudaMalloc(&devBuffer, size)'.  Exiting.",
     "Fatal CUDA Error [46] all CUDA-capable devices are busy or unavailable at hapi_impl.cpp:312",
@@ -146,6 +154,9 @@ HARMLESS = [
     # other programs' wheels and loader refusals are not TensorFlow's
     "tensorflow_fold-0.0.1-cp27-cp27mu-manylinux1_x86_64.whl is not a supported wheel on this platform.",
     "/lib64/libc.so.6: version `GLIBC_2.28' not found (required by node)",
+    # a missing TensorFlow submodule or add-on is a version question of the job's code
+    "ModuleNotFoundError: No module named 'tensorflow.contrib'",
+    "ModuleNotFoundError: No module named 'tensorflow_addons'",
     # a training error's traceback passes through TensorFlow's Python, not through the native-library load
     '  File "/usr/local/lib/python3.10/dist-packages/tensorflow/python/eager/execute.py", line 53,'
     " in quick_execute",
