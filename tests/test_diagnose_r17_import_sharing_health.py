@@ -22,7 +22,8 @@ The facts are the printing programs' own, read in their sources at the commits n
   lock GPU %d for exclusive use.").
 - The Kubernetes device plugin (internal/rm/health.go at 1b826acc6af3079d8923bac395c3124b8861a9a6).
 - DCGM's failure messages (dcgmlib/dcgm_errors.h at 72fa3feaa67d716a75323a8f47c34ff3ee73f824).
-- nvidia-smi -q's field names: ../shared/fixtures/real/nvidia-smi-q_*.txt.
+- nvidia-smi -q's field names: ../shared/fixtures/real/nvidia-smi-q_*.txt; HW Slowdown's meaning: nvml.h's
+  clocks event reasons.
 The lines below put each message into its program's format; the real lines of public threads are in
 tests/fixtures/logs/real_lines.yaml ("round 17" block).
 """
@@ -130,6 +131,10 @@ HEALTH = [
     # nvidia-smi -q
     "        Pending Page Blacklist                         : Yes",
     "        Remapping Failure Occurred                     : Yes",
+    "        Reset Required                    : Yes",
+    "        Drain and Reset Recommended       : Yes",
+    "        HW Slowdown                                    : Active",
+    "            HW Power Brake Slowdown                    : Active",
     # the older Xid line
     "May 10 22:25:01 node7 kernel: [176830.774761] NVRM: Xid (0000:03:00): 48, An uncorrectable double"
     " bit error",
@@ -146,6 +151,11 @@ HARMLESS = [
     "        Pending Page Blacklist                         : No",
     "        Remapping Failure Occurred                     : No",
     "    Compute Mode                                       : Default",
+    "        Reset Required                    : No",
+    "        Drain and Reset Recommended       : N/A",
+    "        HW Slowdown                                    : Not Active",
+    "        SW Power Cap                      : Active",
+    "        SW Thermal Slowdown                            : Active",
     "    Compute Mode                                       : Exclusive_Process",
     "| 28%   34C    P8    13W / 250W |      1MiB / 11178MiB |      0%   E. Process |",
     "    #0: NVIDIA A100-SXM4-40GB, compute cap.: 8.0, ECC: yes, stat: compatible",
