@@ -21,7 +21,8 @@ The facts are the printing programs' own, read in their sources at the commits n
 - CNTK (Source/Common/BestGpu.cpp at 0179f8bfceb323670744dcec6f0826f9350957de: "LockDevice: Failed to
   lock GPU %d for exclusive use.").
 - The Kubernetes device plugin (internal/rm/health.go at 1b826acc6af3079d8923bac395c3124b8861a9a6).
-- DCGM's failure messages (dcgmlib/dcgm_errors.h at 72fa3feaa67d716a75323a8f47c34ff3ee73f824).
+- DCGM's failure messages (dcgmlib/dcgm_errors.h at 72fa3feaa67d716a75323a8f47c34ff3ee73f824) and `dcgmi
+  health`'s verdict table (dcgmi/Health.cpp and dcgmi/tests/HealthTests.cpp at the same commit).
 - nvidia-smi -q's field names: ../shared/fixtures/real/nvidia-smi-q_*.txt; HW Slowdown's meaning: nvml.h's
   clocks event reasons.
 The lines below put each message into its program's format; the real lines of public threads are in
@@ -128,6 +129,7 @@ HEALTH = [
     "GPU 2 requires a reset to recover from a fault. Recovery action: 2 (GPU_RESET).",
     "GPU 2 fault may have left the OS in an inconsistent state. Recovery action: 3 (NODE_REBOOT).",
     "Found 12 faulty memory elements on GPU 7",
+    "| Overall Health            | Failure                                                  |",
     # nvidia-smi -q
     "        Pending Page Blacklist                         : Yes",
     "        Remapping Failure Occurred                     : Yes",
@@ -152,6 +154,8 @@ HARMLESS = [
     "        Remapping Failure Occurred                     : No",
     "    Compute Mode                                       : Default",
     "        Reset Required                    : No",
+    "| Overall Health            | Warning                                                  |",
+    "| Overall Health            | Healthy                                                  |",
     "        Drain and Reset Recommended       : N/A",
     "        HW Slowdown                                    : Not Active",
     "        SW Power Cap                      : Active",
