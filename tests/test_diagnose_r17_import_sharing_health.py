@@ -45,6 +45,11 @@ IMPORT = [
     '  File "/opt/conda/lib/python3.11/site-packages/tensorflow/python/pywrap_tensorflow.py", line 73,'
     " in <module>",
     "~/.local/lib/python3.6/site-packages/tensorflow/python/pywrap_tensorflow.py in <module>",
+    '  File "/usr/lib/python3.7/site-packages/tensorflow_core/python/pywrap_tensorflow_internal.py", line 28,'
+    " in <module>",
+    # Windows' loader naming the module
+    "ImportError: DLL load failed while importing _pywrap_tensorflow_internal: The specified procedure could"
+    " not be found.",
     # self_check.py
     "ImportError: Could not import tensorflow. Do not import tensorflow from its source directory; change"
     " directory to outside the TensorFlow source tree, and relaunch your Python interpreter from there.",
