@@ -5,8 +5,9 @@ The facts are the printing programs' own, read in their sources at the commits n
 - TensorFlow: tensorflow/python/pywrap_tensorflow.py at 0304934138cbfabd338ec432a630a9c3c1191564 (the
   text raised around a failed load of the native runtime) and tensorflow/python/platform/self_check.py
   at 09746cd5cf7ea63f048f0ffa57fd5964a0c9b382 (the pre-load checks).
-- CUDA's 216 (CUDA_ERROR_CONTEXT_ALREADY_IN_USE, and the runtime's cudaErrorDeviceAlreadyInUse from CUDA
-  10.1 on): the same table as numba/cuda/cudadrv/enums.py at 5340f052d01403b12480fa19e596200ee0d0e131.
+- CUDA's 216 and 805-810 (CUDA_ERROR_CONTEXT_ALREADY_IN_USE and the MPS errors, with the runtime's names
+  from CUDA 10.1 on): the same table as numba/cuda/cudadrv/enums.py at
+  5340f052d01403b12480fa19e596200ee0d0e131.
 - OpenMM's CudaContext (platforms/cuda/src/CudaContext.cpp at 1a47c2f68439c579e27666e5f985ea1a46dd105a:
   "<prefix>: <cuGetErrorName> (<number>) at <file>:<line>"; commit
   43926c46ddf720468bf60a4f10dce60c36f1ad53 retries the next GPU because a process-exclusive GPU refuses
@@ -98,14 +99,18 @@ SHARING = [
     # a context refused for want of memory (PyCUDA's "<call> failed: <cuGetErrorString>", OpenMM's format)
     "pycuda._driver.MemoryError: cuCtxCreate failed: out of memory",
     "Error initializing Context: CUDA_ERROR_OUT_OF_MEMORY (2) at /src/CudaContext.cpp:152",
-    # Charm++, old and new
+    # Charm++ before 2018 (the number alone)
     "Return value 46 from 'cudaMalloc(&devBuffer, size)'.  Exiting.",
-    "Fatal CUDA Error [46] all CUDA-capable devices are busy or unavailable at hapi_impl.cpp:312",
     # GROMACS's GPU list, CNTK's lock, nvidia-smi -q
     "    #0: NVIDIA Tesla K80, compute cap.: 3.7, ECC: yes, stat: unavailable",
     "LockDevice: Failed to lock GPU 0 for exclusive use.",
     "    Compute Mode                          : Prohibited",
     "    Compute Mode                          : Exclusive_Thread",
+    # MPS refusing the client (805-810) by name and number
+    "RuntimeError: CUDA error: CUDA_ERROR_MPS_SERVER_NOT_READY",
+    'CUDA error at main.cu:17 code=808(cudaErrorMpsMaxClientsReached) "cudaSetDevice(0)"',
+    "RuntimeError: cuda runtime error (810) at /opt/THC/THCGeneral.cpp:70",
+    "CUDA error: 806",
 ]
 
 
