@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
-       (HALF: read|held|held2|...|held13|all)
+       (HALF: read|held|held2|...|held14|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -45,7 +45,11 @@ eleventh round's search budget ran out before anyone could collect it, so it was
 round, apart from that round's signature work too, and scored once on each round's code.
 
 `held12` is the thirteenth round's held-back set, collected the same way while that round's signature work
-(which read every earlier set, held11 included) went on elsewhere. `held13` is a name kept for a next set.
+(which read every earlier set, held11 included) went on elsewhere.
+
+`held13` is the seventeenth round's held-back set, collected by four collectors while that round's signature
+work (breadth from the printing programs' own sources) went on elsewhere, and scored once on the code before
+that round and once on the code after it. `held14` is a name kept for a next set.
 """
 
 from __future__ import annotations
@@ -72,7 +76,22 @@ HELD10 = "held10"
 HELD11 = "held11"
 HELD12 = "held12"
 HELD13 = "held13"
-LATER_ROUNDS = (HELD2, HELD3, HELD4, HELD5, HELD6, HELD7, HELD8, HELD9, HELD10, HELD11, HELD12, HELD13)
+HELD14 = "held14"
+LATER_ROUNDS = (
+    HELD2,
+    HELD3,
+    HELD4,
+    HELD5,
+    HELD6,
+    HELD7,
+    HELD8,
+    HELD9,
+    HELD10,
+    HELD11,
+    HELD12,
+    HELD13,
+    HELD14,
+)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
