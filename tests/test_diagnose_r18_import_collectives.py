@@ -26,6 +26,12 @@ The facts are the printing programs' own, read in their sources at these commits
   "cudaArch %d ncclMaxSharedMem %d exceeds ..." returning ncclSystemError) and
   5067397c2676d5aed50042fc39e5c8ee96eb0027 (WARN "cudaArch %d dynamic smem %d exceeds device/fn maxSharedMem
   %d"); ncclGetErrorString in src/init.cc at 5067397c.
+- Cython's type-size check (Cython/Utility/ImportExport.c at cython/cython
+  7c6185fbd99597a9ff693ba03d40f2845a4b6c6e): "%.200s.%.200s size changed, may indicate binary
+  incompatibility. Expected %zd from C header, got %zd from PyObject", a ValueError when the type shrank, a
+  warning when it grew.
+- vLLM's NCCL wrapper banner ("vLLM is using nccl==%s") and its process-group line ("world_size=%d rank=%d
+  local_rank=%d distributed_init_method=%s backend=%s"), as vllm-project/vllm#8058 and #50430 show them.
 - XLA's and TensorFlow's NCCL status: "%s:%d: NCCL operation %s failed: %s" (TensorFlow's nccl_manager and
   XLA's nccl utilities), with ". Last NCCL warning(error) log entry (may be unrelated) '%s'." since
   openxla/xla#7201.
@@ -57,6 +63,9 @@ IMPORT = [
     "ImportError: numpy.core.umath failed to import",
     "ImportError: _multiarray_umath failed to import",
     "RuntimeError: FATAL: module compiled as little endian, but detected different endianness at runtime",
+    # a Cython-built module's check of NumPy's type sizes, its error form
+    "ValueError: numpy.ndarray size changed, may indicate binary incompatibility. Expected 96 from C header,"
+    " got 88 from PyObject",
     # NumPy's CPU baseline check, both of its lines
     "RuntimeError: NumPy was built with baseline optimizations: ",
     "(SSE SSE2 SSE3 SSSE3 SSE41 POPCNT SSE42 AVX F16C FMA3 AVX2) but your machine doesn't support:",
@@ -113,6 +122,11 @@ HARMLESS = [
     'a1b2c3d4e5f6   myorg/trainer:2.1   "python train.py"   18 minutes ago   Up 17 minutes',
     "from numpy.core.multiarray import normalize_axis_index",
     "OSError: [Errno 22] Invalid argument",
+    # the same Cython check's warning form (the installed type is larger): NumPy's documented harmless case
+    "RuntimeWarning: numpy.ufunc size changed, may indicate binary incompatibility. Expected 192 from C"
+    " header, got 216 from PyObject",
+    # vLLM announcing NCCL on a run that goes on
+    "(VllmWorkerProcess pid=2211) INFO 03-02 10:11:12 pynccl.py:63] vLLM is using nccl==2.21.5",
     "la commande a échoué : Instruction non permise par la politique du site",
     # NCCL naming the interfaces it uses, a docker bridge included, on runs that work
     "h1:12:12 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>",
@@ -150,3 +164,17 @@ def test_the_numpy_refusal_names_itself_in_a_tensorflow_import_traceback() -> No
     result = diagnose(log)
     assert int(result.code) == 20
     assert "numpy-c-api-version-mismatch" in {f.signature.id for f in result.findings}
+
+
+def test_a_hang_told_beside_vllms_nccl_banner_is_a_collective_hang() -> None:
+    """vLLM's NCCL banner is the collective being set up: a hang the user reports right after it is the
+    collective's (40), as after NCCL's own INFO lines; without the banner the same words decide nothing."""
+    banner = "(Worker pid=4410) INFO 05-06 07:08:09 [pynccl.py:113] vLLM is using nccl==2.27.3"
+    words = "With tensor-parallel-size=2 the server hangs right after this line and never loads the model."
+    assert int(diagnose(banner + "\n" + words).code) == 40
+    assert int(diagnose(words).code) == 0
+    group = (
+        "(Worker pid=4411) INFO 05-06 07:08:08 [parallel_state.py:1607] world_size=2 rank=1 local_rank=1"
+        " distributed_init_method=tcp://127.0.0.1:41234 backend=nccl"
+    )
+    assert int(diagnose(group + "\n" + words).code) == 40
