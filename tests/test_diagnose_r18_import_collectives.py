@@ -32,6 +32,8 @@ The facts are the printing programs' own, read in their sources at these commits
   warning when it grew.
 - vLLM's NCCL wrapper banner ("vLLM is using nccl==%s") and its process-group line ("world_size=%d rank=%d
   local_rank=%d distributed_init_method=%s backend=%s"), as vllm-project/vllm#8058 and #50430 show them.
+- nccl-tests' checks (src/common.h at NVIDIA/nccl-tests a0b82b2260cf5152b9f8c061bbf7eaf0ba096432): "%s: Test
+  CUDA failure %s:%d '%s'" and " .. %s pid %d: Test failure %s:%d".
 - XLA's and TensorFlow's NCCL status: "%s:%d: NCCL operation %s failed: %s" (TensorFlow's nccl_manager and
   XLA's nccl utilities), with ". Last NCCL warning(error) log entry (may be unrelated) '%s'." since
   openxla/xla#7201.
@@ -108,6 +110,10 @@ COLLECTIVE = [
     "Internal: tensorflow/core/nccl/nccl_manager.cc:394: NCCL operation ncclCommInitAll(comms, n, devices)"
     " failed: remote process exited or there was a network error",
     "NCCL operation ncclBroadcast(in, out, n, type, root, comm, stream) failed: invalid argument",
+    # nccl-tests giving up: its CUDA check (with and without the host name) and each rank's last line
+    "gpu-node-3: Test CUDA failure common.cu:892 'peer access is not supported between these two devices'",
+    "Test CUDA failure all_reduce.cu:71 'an illegal memory access was encountered'",
+    " .. gpu-node-3 pid 41234: Test failure common.cu:1106",
 ]
 
 
