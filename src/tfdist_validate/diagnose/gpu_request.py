@@ -81,6 +81,28 @@ def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[
     return ExitCode.CONTAINER_NO_GPU, why
 
 
+def with_request(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[ExitCode, str] | None:
+    """(the line's reading for a container that got its GPU, why) when the log shows a start that asked for a
+    GPU and the line names such a reading (`container-gpu` in its by_context); None when the usual reading
+    stands. A start with --gpus / --runtime=nvidia / a CDI device / nvidia-docker gets the device nodes and
+    libcuda from the toolkit, so "started without GPU devices" is not the cause there: what is left is the
+    host driver's state (CUDA's unknown error 999 after a suspend / resume, with nvidia_uvm to reload). Under
+    WSL2 the passthrough reading stands; a request without `compute` mounts no libcuda (reading())."""
+    if code is None or GPU_REQUEST not in contexts or "wsl2" in contexts or contexts.intersection(_WITHOUT):
+        return None
+    meant = sig.by_context.get(GPU_REQUEST)
+    if meant is None or meant == code:
+        return None
+    why = (
+        "The container was started with a GPU request, so it was given the GPU's device nodes and libcuda;"
+        f" the failure is the host driver's state ({meant.name}, {int(meant)}): most often nvidia_uvm after a"
+        " suspend / resume, fixed on the host with the containers stopped (`sudo rmmod nvidia_uvm && sudo"
+        " modprobe nvidia_uvm`) or a reboot. If nvidia-smi fails inside the container too, the container lost"
+        f" its device access instead ({code.name}, {int(code)}): recreate it."
+    )
+    return meant, why
+
+
 def context_of(contexts: set[str]) -> str:
     """The container evidence that re-read a finding: no GPU request, else a build, else a request without
     compute."""
