@@ -216,3 +216,46 @@ def test_prefixed_forms_stay_with_their_own_entries() -> None:
     assert "cuda-lib-named-missing" not in _ids(
         "ImportError: libcublas.so.9.0: cannot open shared object file: No such file or directory"
     )
+
+
+def test_nvidia_docker_plugin_stopping_on_an_error_leaves_containers_without_gpu() -> None:
+    # built: the plugin's log prefix and panic ("<argv0> | <date> <time> Error: <err>")
+    line = (
+        "/usr/bin/nvidia-docker-plugin | 2016/07/21 00:06:05 Error: listen unix"
+        " /run/docker/plugins/nvidia-docker.sock: bind: address already in use"
+    )
+    assert _code(line) == 11
+
+
+@pytest.mark.parametrize(
+    "err",
+    [
+        "nvml: Driver/library version mismatch",
+        "Could not load UVM kernel module. Is nvidia-modprobe installed?",
+    ],
+)
+def test_the_plugins_relay_of_a_host_driver_error_is_read_as_the_host(err: str) -> None:
+    line = f"nvidia-docker-plugin | 2017/04/03 15:24:24 Error: {err}"
+    assert "nvidia-docker-plugin-not-running" not in _ids(line)
+    assert _code(line) == 10
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "./build/tools/caffe: error while loading shared libraries: libnccl.so.2: cannot open shared object"
+        " file: No such file or directory",
+        "libnccl.so.2: cannot open shared object file: No such file or directory",
+    ],
+)
+def test_libnccl_missing_is_a_missing_cuda_library(line: str) -> None:
+    assert _code(line) == 22
+
+
+def test_nccls_optional_network_plugin_missing_stays_harmless() -> None:
+    line = (
+        "host:9621:9621 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so:"
+        " cannot open shared object file: No such file or directory"
+    )
+    assert "nccl-library-not-loadable" not in _ids(line)
+    assert _code(line) == 0
