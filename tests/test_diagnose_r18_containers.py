@@ -259,3 +259,13 @@ def test_nccls_optional_network_plugin_missing_stays_harmless() -> None:
     )
     assert "nccl-library-not-loadable" not in _ids(line)
     assert _code(line) == 0
+
+
+def test_nvidia_docker_1_asking_for_an_old_drivers_volume_is_the_containers_plumbing() -> None:
+    # built: the plugin's "no such volume" for the volume named after the driver version it was made under
+    line = (
+        "docker: Error response from daemon: get nvidia_driver_470.82: no such volume: nvidia_driver_470.82."
+    )
+    assert _code(line) == 11
+    assert "nvidia-docker-driver-volume-missing" in _ids(line)
+    assert "nvidia-docker-driver-volume-missing" not in _ids("Error: no such volume: my_data")
