@@ -10,6 +10,9 @@ exactly that, even on a WSL2 host, and so do the lines a container without libcu
 "driver insufficient", TensorFlow finding no GPU), which name `container-no-gpu` in their by_context. A start
 that did ask for a GPU anywhere in the same log (`container-gpu`, typically the user's retry) wins: then the
 lines keep their usual reading. Lines about the host itself (a missing kernel module) are never re-read.
+The other way round, a line may name its reading for a container that did get its GPU (`container-gpu` in its
+by_context): CUDA's unknown error (999) in a container started with --gpus is not "started without GPU
+devices" but the host driver's state, most often nvidia_uvm after a suspend / resume (with_request()).
 """
 
 from __future__ import annotations
