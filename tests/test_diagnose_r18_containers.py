@@ -269,3 +269,25 @@ def test_nvidia_docker_1_asking_for_an_old_drivers_volume_is_the_containers_plum
     assert _code(line) == 11
     assert "nvidia-docker-driver-volume-missing" in _ids(line)
     assert "nvidia-docker-driver-volume-missing" not in _ids("Error: no such volume: my_data")
+
+
+def test_tensorflows_dlerror_without_its_head_names_the_missing_library() -> None:
+    assert _code("dlerror: libcufft.so.10: cannot open shared object file: No such file or directory") == 22
+    # the whole line stays with its own entry, and cudart alone keeps its CPU-machine reading
+    whole = (
+        "Could not load dynamic library 'libcublas.so.10'; dlerror: libcublas.so.10: cannot open shared"
+        " object file: No such file or directory"
+    )
+    assert "cuda-lib-named-missing" not in _ids(whole)
+    cut = "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory"
+    assert "cuda-lib-named-missing" not in _ids(cut)
+
+
+def test_tensorflow_1_0s_dso_loader_names_the_missing_cuda_library() -> None:
+    # built: TensorFlow 1.0's dso_loader format for cuFFT; libcupti (tracing only) is not claimed
+    assert (
+        _code("I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcufft.so.8.0.")
+        == 22
+    )
+    cupti = "I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcupti.so.8.0."
+    assert "cuda-lib-named-missing" not in _ids(cupti)
