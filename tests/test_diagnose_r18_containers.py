@@ -291,3 +291,11 @@ def test_tensorflow_1_0s_dso_loader_names_the_missing_cuda_library() -> None:
     )
     cupti = "I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcupti.so.8.0."
     assert "cuda-lib-named-missing" not in _ids(cupti)
+
+
+def test_cudnns_own_loader_line_is_claimed_once() -> None:
+    line = (
+        "Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared"
+        " object file: No such file or directory"
+    )
+    assert [f.signature.id for f in diagnose(line).failures] == ["cuda-libs-missing"]
