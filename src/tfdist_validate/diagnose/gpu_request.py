@@ -10,6 +10,9 @@ exactly that, even on a WSL2 host, and so do the lines a container without libcu
 "driver insufficient", TensorFlow finding no GPU), which name `container-no-gpu` in their by_context. A start
 that did ask for a GPU anywhere in the same log (`container-gpu`, typically the user's retry) wins: then the
 lines keep their usual reading. Lines about the host itself (a missing kernel module) are never re-read.
+The other way round, a line may name its reading for a container that did get its GPU (`container-gpu` in its
+by_context): CUDA's unknown error (999) in a container started with --gpus is not "started without GPU
+devices" but the host driver's state, most often nvidia_uvm after a suspend / resume (with_request()).
 """
 
 from __future__ import annotations
@@ -79,6 +82,28 @@ def reading(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[
         " nvidia runtime as docker's default), that reading stands."
     )
     return ExitCode.CONTAINER_NO_GPU, why
+
+
+def with_request(sig: Signature, code: ExitCode | None, contexts: set[str]) -> tuple[ExitCode, str] | None:
+    """(the line's reading for a container that got its GPU, why) when the log shows a start that asked for a
+    GPU and the line names such a reading (`container-gpu` in its by_context); None when the usual reading
+    stands. A start with --gpus / --runtime=nvidia / a CDI device / nvidia-docker gets the device nodes and
+    libcuda from the toolkit, so "started without GPU devices" is not the cause there: what is left is the
+    host driver's state (CUDA's unknown error 999 after a suspend / resume, with nvidia_uvm to reload). Under
+    WSL2 the passthrough reading stands; a request without `compute` mounts no libcuda (reading())."""
+    if code is None or GPU_REQUEST not in contexts or "wsl2" in contexts or contexts.intersection(_WITHOUT):
+        return None
+    meant = sig.by_context.get(GPU_REQUEST)
+    if meant is None or meant == code:
+        return None
+    why = (
+        "The container was started with a GPU request, so it was given the GPU's device nodes and libcuda;"
+        f" the failure is the host driver's state ({meant.name}, {int(meant)}): most often nvidia_uvm after a"
+        " suspend / resume, fixed on the host with the containers stopped (`sudo rmmod nvidia_uvm && sudo"
+        " modprobe nvidia_uvm`) or a reboot. If nvidia-smi fails inside the container too, the container lost"
+        f" its device access instead ({code.name}, {int(code)}): recreate it."
+    )
+    return meant, why
 
 
 def context_of(contexts: set[str]) -> str:

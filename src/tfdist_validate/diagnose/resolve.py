@@ -52,6 +52,9 @@ def resolve(
     without_gpu = gpu_request.reading(sig, code, contexts)
     if without_gpu is not None:
         (code, alternatives), context = without_gpu, gpu_request.context_of(contexts)
+    with_gpu = gpu_request.with_request(sig, code, contexts)
+    if with_gpu is not None:
+        (code, alternatives), context = with_gpu, gpu_request.GPU_REQUEST
     return Finding(sig, code, lines, count, context=context, alternatives=alternatives)
 
 
