@@ -151,3 +151,29 @@ def test_cufile_udev_abort_is_wsl2_only_where_the_log_shows_wsl() -> None:
 )
 def test_ordinary_and_harmless_lines_stay_harmless(line: str) -> None:
     assert int(diagnose(line).code) == 0
+
+
+def test_rmm_async_pool_under_wsl2_is_the_missing_ipc_support() -> None:
+    # RMM_CUDA_TRY's "CUDA error at: <file>:<line>: <name> <string>" and RMM_EXPECTS' "RMM failure
+    # at:<file>:<line>: <reason>" (include/rmm/detail/error.hpp at rapidsai/rmm
+    # 220ba88346d05b7b9204b7adc286ed60ad431897)
+    pool = (
+        "RuntimeError: CUDA error at: /opt/conda/include/rmm/mr/device/cuda_async_memory_resource.hpp:102:"
+        " cudaErrorInvalidValue invalid argument"
+    )
+    ipc = (
+        "MemoryError: std::bad_alloc: RMM failure at:/opt/conda/include/rmm/mr/device/"
+        "cuda_async_memory_resource.hpp:97: Requested IPC memory handle type not supported"
+    )
+    assert int(diagnose(f"{WSL}\n{pool}").code) == 12
+    assert int(diagnose(f"{WSL}\n{ipc}").code) == 12
+    # on a Linux host these depend on the driver and the requested handle type: not read as WSL2
+    assert int(diagnose(pool).code) == 0
+
+
+def test_rmm_async_pool_on_a_driver_without_cudamallocasync_is_the_driver() -> None:
+    line = (
+        "RuntimeError: RMM failure at:/usr/include/rmm/mr/device/cuda_async_memory_resource.hpp:65:"
+        " cudaMallocAsync not supported with this CUDA driver/runtime version"
+    )
+    assert int(diagnose(line).code) == 13
