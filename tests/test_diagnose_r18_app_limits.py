@@ -177,3 +177,19 @@ def test_rmm_async_pool_on_a_driver_without_cudamallocasync_is_the_driver() -> N
         " cudaMallocAsync not supported with this CUDA driver/runtime version"
     )
     assert int(diagnose(line).code) == 13
+
+
+def test_video_codec_sdk_sample_and_its_status_name_the_driver() -> None:
+    assert int(diagnose("NvEncoder : NV_ENC_ERR_INVALID_VERSION").code) == 13
+
+
+def test_triton_refusal_logged_as_a_dynamo_warning_is_not_a_failure() -> None:
+    # torch._dynamo.config.suppress_errors: the refusal is logged and the model runs eagerly
+    # (2noise/ChatTTS#341)
+    line = (
+        "[2024-06-18 19:45:55,713] torch._dynamo.convert_frame: [WARNING] RuntimeError: Found NVIDIA GeForce"
+        " GTX 1080 Ti which is too old to be supported by the triton GPU compiler, which is used as the"
+        " backend."
+    )
+    assert int(diagnose(line).code) == 0
+    assert int(diagnose("RuntimeError: FlashAttention only supports Ampere GPUs or newer.").code) == 23
