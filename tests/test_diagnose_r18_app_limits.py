@@ -193,3 +193,19 @@ def test_triton_refusal_logged_as_a_dynamo_warning_is_not_a_failure() -> None:
     )
     assert int(diagnose(line).code) == 0
     assert int(diagnose("RuntimeError: FlashAttention only supports Ampere GPUs or newer.").code) == 23
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: CUDA error: operation not supported",
+        "misc/strongstream.cc:53 NCCL WARN Cuda failure 'operation not supported'",
+    ],
+)
+def test_cuda_801_in_words_is_wsl2_only_where_the_log_shows_wsl(line: str) -> None:
+    # cudaErrorNotSupported's string (801) as PyTorch and NCCL print it: WSL2 leaves the feature out
+    assert int(diagnose(f"{WSL}\n{line}").code) == 12
+    # the OS's own EOPNOTSUPP under WSL (chmod on a Windows drive) is not CUDA's
+    assert (
+        int(diagnose(f"{WSL}\nchmod: changing permissions of '/mnt/c/x': Operation not supported").code) == 0
+    )
