@@ -28,6 +28,11 @@ LOWEST_EVER = (
 # TensorFlow's "could not load the CUDA libraries" failures (signatures.yaml): moot beside a GPU below
 # LOWEST_EVER (with the libraries in place TensorFlow would still have no code for it)
 LIBRARY_FAILURES = ("cuda-libs-missing", "gpu-libs-dlopen-failed", "cudart-stub-no-cuda")
+# "the driver is too old" beside a GPU below LOWEST_EVER (Fermi and older): NVIDIA drives those only with
+# legacy branches that stop at CUDA 9.1 (Fermi, 390.xx) or 6.5 (Tesla, 340.xx; see
+# nvidia.com/en-us/drivers/unix/legacy-gpu), so no driver upgrade meets a current CUDA build: the GPU
+# decides (23)
+DRIVER_FAILURES = ("cuda-driver-insufficient", "app-insufficient-cuda-driver")
 PREBUILT_FLOOR = (3, 5)  # every prebuilt TensorFlow GPU package, when the log does not say which release
 # words before a stated capability that make it a requirement, not the GPU's own ("minimum required ... 3.5")
 _REQUIREMENT_BEFORE = re.compile(
@@ -282,7 +287,7 @@ class CapabilityFacts:
             if reason is not None:
                 why, more = reason
                 evidence = [line, *more, *self.trouble[:1]]
-                moots = LIBRARY_FAILURES if below is not None else ()
+                moots = LIBRARY_FAILURES + DRIVER_FAILURES if below is not None else ()
                 return Verdict(why, sorted(set(evidence), key=lambda x: x.number), moots)
         return None
 
