@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
-       (HALF: read|held|held2|...|held14|all)
+       (HALF: read|held|held2|...|held15|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -49,7 +49,8 @@ round, apart from that round's signature work too, and scored once on each round
 
 `held13` is the seventeenth round's held-back set, collected by four collectors while that round's signature
 work (breadth from the printing programs' own sources) went on elsewhere, and scored once on the code before
-that round and once on the code after it. `held14` is a name kept for a next set.
+that round and once on the code after it. `held14` is the eighteenth round's, collected the same way (two
+collectors) and scored the same way. `held15` is a name kept for a next set.
 """
 
 from __future__ import annotations
@@ -77,6 +78,7 @@ HELD11 = "held11"
 HELD12 = "held12"
 HELD13 = "held13"
 HELD14 = "held14"
+HELD15 = "held15"
 LATER_ROUNDS = (
     HELD2,
     HELD3,
