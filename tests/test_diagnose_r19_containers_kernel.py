@@ -221,7 +221,7 @@ def test_dkms_under_wsl2_is_passthrough() -> None:
 )
 def test_insmod_refusing_nvidia_ko_is_no_driver(line: str) -> None:
     assert _code(line) == 10
-    assert "insmod-nvidia-module-refused" in _ids(line)
+    assert "nvidia-module-load-refused" in _ids(line)
 
 
 @pytest.mark.parametrize(
@@ -234,4 +234,57 @@ def test_insmod_refusing_nvidia_ko_is_no_driver(line: str) -> None:
     ],
 )
 def test_insmod_refusing_other_modules_is_not_the_nvidia_driver(line: str) -> None:
-    assert "insmod-nvidia-module-refused" not in _ids(line)
+    assert "nvidia-module-load-refused" not in _ids(line)
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        # the toolkit's variables as compose files, docker run and `env` show them, and compose's runtime key
+        "      - NVIDIA_DRIVER_CAPABILITIES=compute,utility",
+        "docker run --rm -e NVIDIA_VISIBLE_DEVICES=all linuxserver/ffmpeg -hwaccel cuda -i in.mkv out.mp4",
+        "NVIDIA_VISIBLE_DEVICES: all",
+        "    runtime: nvidia",
+    ],
+)
+def test_the_container_toolkit_s_settings_are_container_evidence(setting: str) -> None:
+    assert "container" in _contexts(setting)
+    # a container given compute but not video: the toolkit mounted libcuda but not the encode library
+    assert _code(setting, "[h264_nvenc @ 0x55688b625f40] Cannot load libnvidia-encode.so.1") == 11
+
+
+@pytest.mark.parametrize(
+    "line", ["CUDA_VISIBLE_DEVICES=0 python train.py", "export CUDA_DEVICE_ORDER=PCI_BUS_ID", "runtime: 42 s"]
+)
+def test_cuda_s_own_variables_are_not_container_evidence(line: str) -> None:
+    assert "container" not in _contexts(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # built: nvidia-installer's wrapped error, first line, for each reason it names
+        "ERROR: The kernel module failed to load. Secure boot is enabled on this system, so this is likely",
+        "ERROR: The kernel module failed to load. CONFIG_MODULE_SIG_FORCE is set on the target kernel, so",
+        "ERROR: The kernel module failed to load, possibly because it was not signed by a key that is",
+        "The signed kernel module failed to load because the kernel does not trust any key which is",
+    ],
+)
+def test_nvidia_installer_unable_to_load_its_module_is_no_driver(line: str) -> None:
+    assert _code(line) == 10
+    assert "nvidia-module-load-refused" in _ids(line)
+
+
+def test_an_unsigned_module_that_loaded_with_a_taint_is_not_a_failure() -> None:
+    # dmesg on a working host without Secure Boot: the kernel warns and loads the module anyway
+    # (NVIDIA/k8s-device-plugin#480 shows these lines on a host whose driver ran)
+    log = "\n".join(
+        [
+            "[    2.829492] nvidia: loading out-of-tree module taints kernel.",
+            "[    2.846803] nvidia: module verification failed: signature and/or required key missing"
+            " - tainting kernel",
+            "[    3.011519] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  525.147.05  Wed Oct 25 20:27:35"
+            " UTC 2023",
+        ]
+    )
+    assert _code(log) == 0
