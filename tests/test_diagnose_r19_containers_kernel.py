@@ -288,3 +288,18 @@ def test_an_unsigned_module_that_loaded_with_a_taint_is_not_a_failure() -> None:
         ]
     )
     assert _code(log) == 0
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # built: nv.c's messages as dmesg shows them
+        "[    3.402117] NVRM: No NVIDIA PCI devices found.",
+        "[    3.402117] NVRM: No NVIDIA devices probed.",
+        "[    3.402117] NVRM: The NVIDIA probe routine failed for 1 device(s).",
+        "[    3.402117] NVRM: failed to initialize module.",
+    ],
+)
+def test_the_nvidia_module_finding_no_gpu_is_no_driver(line: str) -> None:
+    assert _code(line) == 10
+    assert "nvidia-module-initialised-no-gpu" in _ids(line)
