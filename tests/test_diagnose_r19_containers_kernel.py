@@ -144,6 +144,8 @@ def test_other_libraries_and_a_successful_load_are_not_the_missing_driver(line: 
         'services.trainer.deploy.resources.reservations.devices.0: "count" and "device_ids" attributes'
         " are exclusive",
         "services.trainer.deploy.resources.limits Additional property devices is not allowed",
+        # built: compose-go before `gpus` was a service key (gojsonschema's wording, field first)
+        "services.jellyfin Additional property gpus is not allowed",
     ],
 )
 def test_compose_refusing_the_gpu_request_is_a_container_without_gpu(line: str) -> None:
