@@ -58,6 +58,10 @@ def test_dask_refusing_an_old_wsl_driver_names_wsl_itself() -> None:
         "CUDA error at simpleGL.cu:421 code=304(cudaErrorOperatingSystem)"
         ' "cudaGraphicsGLRegisterBuffer(&r, vbo, 1)"',
         "cuGraphicsGLRegisterImage failed: CUDA_ERROR_OPERATING_SYSTEM",
+        # the CUDA samples' checkCudaErrors format ("code=%d(%s) \"%s\"") around an interop call
+        "CUDA error at volumeRender.cpp:301 code=999(cudaErrorUnknown)"
+        ' "cudaGraphicsGLRegisterBuffer(&res, pbo, 2)"',
+        "Assertion 'cudaGraphicsGLRegisterBuffer(&res, pbo, 1) == cudaSuccess' failed!",
         "cudaGraphicsGLRegisterImage failed: OS call failed or operation not supported on this OS",
     ],
 )
