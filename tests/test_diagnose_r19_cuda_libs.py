@@ -1,6 +1,7 @@
 """Round 19: CUDA libraries that TensorFlow (and other programs beside it) could not load, in the words of
 TensorFlow 1.x's Windows self-check script and of the dynamic loader when two releases of one CUDA library are
-mixed; and TensorFlow's generic native-runtime failure giving way to the CUDA library its ImportError names.
+mixed; TensorFlow's generic native-runtime failure giving way to the CUDA library its ImportError names; and
+optixInit's failures that round 18's OptiX codes left out (7805, and a failure that names no code).
 
 Real lines copied from public threads are in tests/fixtures/logs/real_lines.yaml (round 19, CUDA libraries).
 The lines below are NOT copied from threads: they put other values into the printing program's wording:
@@ -10,7 +11,12 @@ The lines below are NOT copied from threads: they put other values into the prin
   "Could not load '<dll>'. The GPU version of TensorFlow requires ...", and "Could not find cuDNN[ <n>]." for
   the cuDNN it looked for;
 - glibc's dynamic loader (elf/dl-lookup.c): "symbol %s version %s not defined in file %s with link time
-  reference" and "undefined symbol: %s, version %s", here with a CUDA library's version node.
+  reference" and "undefined symbol: %s, version %s", here with a CUDA library's version node;
+- OptiX's loader (include/optix_stubs.h at NVIDIA/optix-dev f1f6dd803f3159992d248178f6e09421c6eb8b6d:
+  optixInit
+  returns OPTIX_ERROR_ENTRY_SYMBOL_NOT_FOUND = 7805 for a libnvoptix without optixQueryFunctionTable) and
+  instant-ngp's check ("Optix call '" #x "' failed.", src/optix/program.h at NVlabs/instant-ngp
+  abe236ee00cf90cfca6e36e65c00435d5b21f50a).
 """
 
 from __future__ import annotations
@@ -106,3 +112,33 @@ def test_the_driver_dll_stays_the_driver() -> None:
     result = diagnose(line)
     assert int(result.code) == 10
     assert "tf-self-check-driver-dll-missing" in {f.signature.id for f in result.failures}
+
+
+WSL = "Linux DESKTOP-4F2K9QX 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
+DOCKER = "$ docker run --rm --gpus all -it myorg/render:latest python render.py"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # instant-ngp's OPTIX_CHECK_THROW (src/optix/program.h at abe236ee00cf90cfca6e36e65c00435d5b21f50a)
+        "Uncaught exception: Optix call 'optixInit()' failed.",
+        # OWL / NVISII's form, with the code optix_stubs.h returns for a libnvoptix lacking
+        # optixQueryFunctionTable
+        "Optix call (optixInit()) failed with code 7805 (line 150)",
+    ],
+)
+def test_optix_init_failure_reads_as_an_old_driver_by_context(line: str) -> None:
+    assert int(diagnose(line).code) == 13
+    assert int(diagnose(f"{WSL}\n{line}").code) == 12
+    assert int(diagnose(f"{DOCKER}\n{line}").code) == 11
+
+
+def test_optix_codes_round_18_knew_keep_their_reading() -> None:
+    # 7804 (no libnvoptix) stays the missing library; 7801 the ABI; the bare reading gives way to both
+    result = diagnose("OPTIX_ERROR_LIBRARY_NOT_FOUND: Optix call 'optixInit()' failed")
+    assert int(result.code) == 10
+    assert "optix-init-failed" not in {f.signature.id for f in result.failures}
+    result = diagnose("OPTIX_ERROR_UNSUPPORTED_ABI_VERSION: Optix call 'optixInit()' failed")
+    assert int(result.code) == 13
+    assert {f.signature.id for f in result.failures} == {"optix-abi-newer-than-driver"}
