@@ -10,13 +10,14 @@ The lines below are NOT copied from threads: they put other values into the prin
   TensorFlow's maintainers pointed Windows users to in tensorflow/tensorflow#5949): per DLL it cannot load,
   "Could not load '<dll>'. The GPU version of TensorFlow requires ...", and "Could not find cuDNN[ <n>]." for
   the cuDNN it looked for;
-- glibc's dynamic loader (elf/dl-lookup.c): "symbol %s version %s not defined in file %s with link time
-  reference" and "undefined symbol: %s, version %s", here with a CUDA library's version node;
+- glibc's dynamic loader at bminor/glibc 04e750e75b73957cf1c791535a3f4319534a52fc: "symbol FUNCTION-NAME,
+  version SYMBOL-VERSION not defined in file DSO-NAME with link time reference" (before 2.30, as NEWS
+  says) and "undefined symbol: %s%s%s" with ", version <node>" (elf/dl-lookup.c), here with a CUDA
+  library's version node;
 - OptiX's loader (include/optix_stubs.h at NVIDIA/optix-dev f1f6dd803f3159992d248178f6e09421c6eb8b6d:
-  optixInit
-  returns OPTIX_ERROR_ENTRY_SYMBOL_NOT_FOUND = 7805 for a libnvoptix without optixQueryFunctionTable) and
-  instant-ngp's check ("Optix call '" #x "' failed.", src/optix/program.h at NVlabs/instant-ngp
-  abe236ee00cf90cfca6e36e65c00435d5b21f50a).
+  optixInit returns OPTIX_ERROR_ENTRY_SYMBOL_NOT_FOUND = 7805 for a libnvoptix without
+  optixQueryFunctionTable) and instant-ngp's check ("Optix call '" #x "' failed.", src/optix/program.h at
+  NVlabs/instant-ngp abe236ee00cf90cfca6e36e65c00435d5b21f50a).
 """
 
 from __future__ import annotations
