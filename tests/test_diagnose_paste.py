@@ -108,3 +108,18 @@ def test_harmless_lines_side_by_side_stay_harmless() -> None:
     ]
     for order in (harmless, harmless[::-1], harmless[1::2] + harmless[::2]):
         assert diagnose("\n".join(order)).failures == []
+
+
+def test_a_line_read_where_it_stands_is_not_cited_again_glued_to_the_next() -> None:
+    """A failure line read in full, followed by a line that holds a needle but no failure (compose's
+    "Attaching to app-1", which is container evidence), is no wrapped line: the pair joined must not be cited
+    as a second line of the same finding ("... load CUDAAttaching to app-1" was, before wrap.py kept only
+    the entries the first half alone does not match)."""
+    glued = []
+    for entry in _FAILURES:
+        if not wrap.may_be_first_half(entry["line"]):
+            continue
+        log = (entry.get("context", "") + "\n" + entry["line"] + "\nAttaching to app-1").strip("\n")
+        cited = [line.text for f in diagnose(log).findings for line in f.lines]
+        glued += [text for text in cited if "Attaching to app-1" in text]
+    assert glued == []

@@ -10,7 +10,7 @@ training output holds no needle, so it is never joined and the scan keeps its sp
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import Any
 
 # The first half of a wrapped line fills the window: terminals are 80 columns or wider, and a few columns may
 # be lost where the copy dropped indentation or a trailing blank. A shorter line ended where its program did.
@@ -18,7 +18,8 @@ MIN_FIRST_HALF = 60
 # Longer halves are not joined: a wrapped message is a few hundred characters, a line of thousands is data.
 MAX_JOINED = 4096
 
-Hit = TypeVar("Hit")
+# What the engine's `match` gives for each entry a text matches: (entry, where its match starts, groups).
+Hit = tuple[Any, int, dict[str, str | None]]
 
 
 def may_be_first_half(text: str) -> bool:
@@ -78,9 +79,16 @@ class Rejoiner:
 def _hits(
     number: int, first: str, second: str, match: Callable[[str], list[Hit]]
 ) -> Iterator[tuple[int, str, list[Hit]]]:
-    """The first way of joining the halves that `match` finds anything in (both ways would count it twice)."""
+    """The first way of joining the halves that `match` finds anything in (both ways would count it twice).
+    Only an entry that the first half alone does not match, matched from inside the first half, counts: the
+    rest is each line's own, read where it stands (a line matched in full and the next line, joined, would
+    otherwise cite the same message twice, the second time with the next line glued on)."""
+    cut = len(first.rstrip())
     for whole in joined(first, second):
         hits = match(whole)
         if hits:
-            yield number, whole, hits
+            own = {id(hit[0]) for hit in match(first)}
+            crossing = [hit for hit in hits if hit[1] < cut and id(hit[0]) not in own]
+            if crossing:
+                yield number, whole, crossing
             return
