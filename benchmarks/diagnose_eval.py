@@ -65,35 +65,9 @@ from typing import Any
 
 import yaml
 
-HELD2 = "held2"
-HELD3 = "held3"
-HELD4 = "held4"
-HELD5 = "held5"
-HELD6 = "held6"
-HELD7 = "held7"
-HELD8 = "held8"
-HELD9 = "held9"
-HELD10 = "held10"
-HELD11 = "held11"
-HELD12 = "held12"
-HELD13 = "held13"
-HELD14 = "held14"
-HELD15 = "held15"
-LATER_ROUNDS = (
-    HELD2,
-    HELD3,
-    HELD4,
-    HELD5,
-    HELD6,
-    HELD7,
-    HELD8,
-    HELD9,
-    HELD10,
-    HELD11,
-    HELD12,
-    HELD13,
-    HELD14,
-)
+# the held-back sets collected after the first round's split, one per round, held2 .. held15 (held15 is the
+# name kept for a next set): never re-split, each scored as collected
+LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 16))
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
@@ -235,6 +209,9 @@ def main() -> int:
         write_split(entries)
         return 0
     chosen = [e for e in entries if args.half == "all" or e["half"] == args.half]
+    if not chosen:  # the name kept for a next set, before anyone has collected it
+        print(f"diagnose_eval: --half {args.half}: no excerpts in {EVAL.name} yet", file=sys.stderr)
+        return 2
     if args.blind:
         report_blind(chosen, args.half)
         return 0
