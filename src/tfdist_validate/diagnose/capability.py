@@ -277,9 +277,7 @@ class CapabilityFacts:
         trouble = failed or bool(self.trouble)
         for said, cc, line in named:
             reason = self._required(said, cc)
-            below = (
-                None  # the reason when the GPU is below every release: that one moots the library failures
-            )
+            below = None  # the reason when the GPU is below every release: it moots the library failures
             if reason is None and trouble:
                 below = _below_ever(said, cc)
                 reason = below or _outside_build(said, cc, tf_version, tf_line, knowledge)
