@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from tfdist_validate.diagnose import capability, gpu_request, prose, reasoners, resolve, unrecognised, wrap
+from tfdist_validate.diagnose import (
+    capability,
+    gpu_request,
+    layer_words,
+    prose,
+    reasoners,
+    resolve,
+    unrecognised,
+    wrap,
+)
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
 from tfdist_validate.diagnose.reader import CHUNK, blocks
 from tfdist_validate.diagnose.reasoners import Reasoners
@@ -28,6 +37,8 @@ MAX_LINES_KEPT = 3  # example lines kept per finding
 MAX_MATCH_CHARS = CHUNK  # longer lines are matched as several pieces with the same number
 THEN_LOOKAHEAD = 3  # a `then` pattern must match within this many non-blank lines after its first line
 MAX_SHOWN_CHARS = 240
+# a line that ends its sentence (or a line of its own): the next one does not continue it
+_SENTENCE_END = re.compile(r"[.!?:;)\]]\s*$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The timestamp TensorFlow / absl put first on each line: lines differing only by it match the same entries,
 # so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
@@ -237,6 +248,26 @@ class Matcher:
         """Whether any table entry (a failure, harmless notice, context or fact) matches a cleaned line."""
         return bool(self._match(text[:MAX_MATCH_CHARS], 0)[0])
 
+    def _unclaimed(self, tail: Iterable[Line], noted: set[int]) -> tuple[list[Line], list[Line]]:
+        """The tail's lines no table entry matches; and of those, the ones that do not go on the sentence of a
+        warning or harmless notice (`noted`: the numbers of the lines such findings cite, a wrapped notice
+        cited by its first line). A message the terminal or the program broke over lines is the notice's:
+        XLA's warning that the driver is older than ptxas goes on with "Because the driver is older than th",
+        which read alone would name a driver too old."""
+        unclaimed, worded, continuing = [], [], False
+        for line in tail:
+            matched = self._match(line.text[:MAX_MATCH_CHARS], 0)[0]
+            notice = line.number in noted or any(
+                isinstance(m, Signature) and m.severity == "info" for m, *_ in matched
+            )
+            if not matched:
+                unclaimed.append(line)
+                if not (notice or continuing):
+                    worded.append(line)
+            # a notice's sentence goes on until a line ends one; any other known line ends it
+            continuing = (notice or (continuing and not matched)) and not _SENTENCE_END.search(line.text)
+        return unclaimed, worded
+
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
         for pending in self._pending:
@@ -325,9 +356,16 @@ class Matcher:
         unknown = []
         if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
             tail = (Line(line.number, clean(line.text)) for line in self._tail.lines())
+            noted = {line.number for f in findings if not f.is_failure for line in f.lines}
+            unclaimed, worded = self._unclaimed(tail, noted)
             unknown = [
-                Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(tail, self._known)
+                Line(n, _shown(text, at))
+                for n, text, at in unrecognised.failure_looking(unclaimed, lambda _text: False)
             ]
+            # nothing known failed: the last reading, which layer the unclaimed lines' words name
+            inferred = layer_words.read(worded, set(self.evidence), self.tf_version)
+            if inferred is not None:
+                findings.insert(0, inferred)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
 
 

@@ -252,8 +252,13 @@ def _version(where: str, entry: Mapping[str, Any], key: str) -> tuple[int, int] 
     return int(found.group(1)), int(found.group(2))
 
 
-def _signature(index: int, entry: Any) -> Signature:
-    sig_id, where = _identify("signature", f"signatures[{index}]", entry, _SIGNATURE_KEYS)
+def parse_entry(index: int, entry: Any, listed_in: str = "signatures") -> Signature:
+    """One signature-shaped entry, checked as the table's are (layer_words.py reads its entries with it)."""
+    return _signature(index, entry, listed_in)
+
+
+def _signature(index: int, entry: Any, listed_in: str = "signatures") -> Signature:
+    sig_id, where = _identify("signature", f"{listed_in}[{index}]", entry, _SIGNATURE_KEYS)
     severity = entry.get("severity")
     if severity not in SEVERITIES:
         raise SignatureError(f"{where}: severity must be one of {SEVERITIES}")

@@ -1,0 +1,261 @@
+"""The last reading (diagnose/layer_words.py): which layer an unrecognised failure line's words name.
+
+Every line here is a real one, taken by id from the excerpts of tests/fixtures/diagnose_eval/excerpts.yaml,
+whose entries record the public thread each was copied from. All of them come from sets that were already
+scored (held13, held14 and earlier): the layer words were written after reading them.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tfdist_validate.diagnose import diagnose, layer_words
+from tfdist_validate.diagnose.findings import Finding, Line
+from tfdist_validate.diagnose.signatures import SignatureError
+from tfdist_validate.exitcodes import ExitCode
+
+EXCERPTS = Path(__file__).parent / "fixtures" / "diagnose_eval" / "excerpts.yaml"
+
+
+@lru_cache(maxsize=1)
+def _excerpts() -> dict[str, dict[str, Any]]:
+    return {e["id"]: e for e in yaml.safe_load(EXCERPTS.read_text(encoding="utf-8"))}
+
+
+def _log(excerpt_id: str) -> str:
+    return str(_excerpts()[excerpt_id]["log"])
+
+
+def _line(excerpt_id: str, words: str) -> str:
+    """The excerpt's one line that holds `words` (so a test names the line it means, not its position)."""
+    found = [line for line in _log(excerpt_id).splitlines() if words in line]
+    assert len(found) == 1, (excerpt_id, words, found)
+    return found[0]
+
+
+def _read(text: str, contexts: frozenset[str] = frozenset()) -> Finding | None:
+    return layer_words.read([Line(1, text)], set(contexts), None)
+
+
+# (excerpt, words of its line, the layer its words name, the code): one real line per layer, read alone
+LINES = [
+    ("driver-too-old-netv-docker-synology-gtx-1060-driver-550-nvenc-api-13-needs-570-42",
+     "Minimum required Nvidia driver", "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),
+    ("driver-too-old-ethminer-0-15-dev11-insufficient-cuda-driver-9010-driver-390-48-1138",
+     "Insufficient CUDA driver", "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),
+    ("container-tunarr-unraid-template-h264-nvenc-cannot-load-libcuda-runtime-475",
+     "Cannot load libcuda.so.1", "words-driver-missing", ExitCode.NO_DRIVER),
+    ("cuda-libs-magenta-gpu-tf112-libcublas-so-9-0-missing-with-cuda-10-0-1455",
+     "libcublas.so.9.0", "words-cuda-library", ExitCode.TF_NO_GPU),
+    ("compute-capability-cryosparc-cuda-7-5-install-gtx-1080-nvcc-value-sm-61-not-defined-131",
+     "is not defined", "words-compute-capability", ExitCode.UNSUPPORTED_GPU),
+    ("compute-capability-ethminer-cuda10-build-rtx-3090-ampere-invalid-device-symbol-set-constants-2086",
+     "invalid device symbol", "words-compute-capability", ExitCode.UNSUPPORTED_GPU),
+    ("collective-marin-jax-multinode-h100-nccl-bootstrap-no-socket-interface-found-7018",
+     "no socket interface found", "words-collective", ExitCode.COLLECTIVE_FAILED),
+    ("other-tflearn-install-tf-import-numpy-api-a-vs-9-two-numpy-installs-purged-1",
+     "module compiled against API version", "words-tf-import", ExitCode.TF_IMPORT_FAILED),
+    ("other-tf-faster-rcnn-test-vgg16-ran-out-of-memory-392mib-idle-jupyter-tab-held-gpu-7",
+     "Ran out of memory", "words-out-of-memory", ExitCode.TRAINING_FAILED),
+    ("other-k8s-v100s-uncorrectable-ecc-cannot-allocate-243",
+     "Uncorrectable ECC Error", "words-gpu-health", ExitCode.GPU_UNHEALTHY),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("excerpt_id", "words", "layer", "code"), LINES, ids=[row[2] + "/" + row[0][:40] for row in LINES]
+)
+def test_a_real_line_read_alone_names_its_layer(
+    excerpt_id: str, words: str, layer: str, code: ExitCode
+) -> None:
+    finding = _read(_line(excerpt_id, words))
+    assert finding is not None
+    assert (finding.signature.id, finding.code) == (layer, code)
+    assert "inferred" in finding.why and "line 1" in finding.why
+
+
+# Whole real logs that the table reads no failure in, and the layer words read right (each one was read as
+# 0 before the layer words existed)
+LOGS = [
+    ("driver-too-old-netv-docker-synology-gtx-1060-driver-550-nvenc-api-13-needs-570-42",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),
+    ("no-driver-colabtools-assertionerror-cuda-is-not-available-runtime-type-not-gpu-482",
+     "words-driver-missing", ExitCode.NO_DRIVER),
+    ("other-k8s-v100s-uncorrectable-ecc-cannot-allocate-243", "words-gpu-health", ExitCode.GPU_UNHEALTHY),
+    ("wsl2-mistralrs-docker-gpus-all-cuda-error-not-found-named-symbol-654",
+     "words-gpu-failure-under-wsl2", ExitCode.WSL2_PASSTHROUGH),
+    ("wsl2-mitsuba3-cuda-ad-rgb-cuda-backend-not-initialized-optix-unsupported-in-wsl-1221",
+     "words-gpu-failure-under-wsl2", ExitCode.WSL2_PASSTHROUGH),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("excerpt_id", "layer", "code"), LOGS, ids=[row[0][:50] for row in LOGS])
+def test_a_real_log_the_table_reads_no_failure_in_gets_the_layer_its_words_name(
+    excerpt_id: str, layer: str, code: ExitCode
+) -> None:
+    result = diagnose(_log(excerpt_id))
+    assert result.code == code
+    assert result.failures[0].signature.id == layer
+    assert "inferred" in result.failures[0].why
+
+
+def test_the_context_decides_a_driver_library_line_and_the_alternatives_are_always_shown() -> None:
+    line = _line("container-tunarr-unraid-template-h264-nvenc-cannot-load-libcuda-runtime-475", "libcuda")
+    bare, container, wsl = (
+        _read(line),
+        _read(line, frozenset({"container"})),
+        _read(line, frozenset({"wsl2"})),
+    )
+    assert bare is not None and container is not None and wsl is not None
+    assert (bare.code, container.code, wsl.code) == (
+        ExitCode.NO_DRIVER,
+        ExitCode.CONTAINER_NO_GPU,
+        ExitCode.WSL2_PASSTHROUGH,
+    )
+    assert "(11)" in bare.alternatives and "(12)" in bare.alternatives
+    # an entry without by_context shows its alternatives too: an inference is never certain
+    oom = _read(
+        _line("other-tf-faster-rcnn-test-vgg16-ran-out-of-memory-392mib-idle-jupyter-tab-held-gpu-7", "Ran")
+    )
+    assert oom is not None and "(31)" in oom.alternatives
+
+
+def test_the_wsl2_reading_needs_wsl2_evidence() -> None:
+    line = _line("wsl2-mistralrs-docker-gpus-all-cuda-error-not-found-named-symbol-654", "DriverError")
+    assert _read(line) is None
+    wsl = _read(line, frozenset({"wsl2"}))
+    assert wsl is not None and wsl.code == ExitCode.WSL2_PASSTHROUGH
+
+
+def test_the_most_fundamental_layer_named_decides_and_each_layer_cites_its_lines() -> None:
+    lines = [
+        Line(
+            1,
+            _line(
+                "other-tf-faster-rcnn-test-vgg16-ran-out-of-memory-392mib-idle-jupyter-tab-held-gpu-7", "Ran"
+            ),
+        ),
+        Line(
+            2, _line("container-tunarr-unraid-template-h264-nvenc-cannot-load-libcuda-runtime-475", "libcuda")
+        ),
+    ]
+    finding = layer_words.read(lines, set(), None)
+    assert finding is not None
+    assert (finding.code, [line.number for line in finding.lines]) == (ExitCode.NO_DRIVER, [2])
+    assert "line 2's words" in finding.why
+
+
+def test_a_known_failure_always_wins_over_the_words() -> None:
+    """The words are read only when the table found no failure: the out-of-memory the table knows decides,
+    and the driver-floor line beside it is not read."""
+    log = (
+        _log("oom-adam-mul-t2t-782")
+        + "\n"
+        + _line(
+            "driver-too-old-netv-docker-synology-gtx-1060-driver-550-nvenc-api-13-needs-570-42",
+            "Minimum required",
+        )
+    )
+    result = diagnose(log)
+    assert result.code == ExitCode.TRAINING_FAILED
+    assert not [f for f in result.findings if f.signature.id.startswith("words-")]
+
+
+def test_a_line_that_disowns_its_error_names_no_layer() -> None:
+    """A user's "The errors are non-fatal — GPU compute (CUDA, nvidia-smi) works correctly after boot" under
+    WSL2 holds a GPU word and a failure word, and says the opposite of a failure."""
+    excerpt = "harmless-wsl2-quadro-p4000-gpu-pv-dxgkio-query-adapter-info-ioctl-failed-cuda-works-40715"
+    line = _line(excerpt, "non-fatal")
+    assert _read(line, frozenset({"wsl2"})) is None
+    assert diagnose(_log(excerpt)).code == ExitCode.OK
+
+
+def test_a_line_that_goes_on_a_known_notice_is_the_notices() -> None:
+    """XLA's warning that the driver is older than ptxas (harmless: compilation goes on serially) is wrapped
+    over four lines in the real paste; its second line alone would name a driver too old."""
+    excerpt = "xla-driver-older-than-ptxas-parallel-off-22534"
+    second = _log(excerpt).splitlines()[1]
+    assert _read(second) is not None and _read(second).code == ExitCode.DRIVER_TOO_OLD  # type: ignore[union-attr]
+    assert diagnose(_log(excerpt)).code == ExitCode.OK
+
+
+def test_the_json_report_says_the_cause_was_inferred(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tfdist_validate.cli import main
+
+    log = tmp_path / "job.log"
+    log.write_text(_log("driver-too-old-netv-docker-synology-gtx-1060-driver-550-nvenc-api-13-needs-570-42"))
+    assert main(["diagnose", "--json", str(log)]) == int(ExitCode.DRIVER_TOO_OLD)
+    failure = json.loads(capsys.readouterr().out)["failures"][0]
+    assert failure["id"] == "words-driver-too-old"
+    assert "inferred" in failure["why"] and failure["alternatives"]
+
+
+def _entry(**changes: Any) -> dict[str, Any]:
+    entry = {
+        "id": "words-x",
+        "severity": "error",
+        "code": "NO_DRIVER",
+        "title": "t",
+        "meaning": "m",
+        "fix": "f",
+        "patterns": ["nvidia"],
+        "sources": ["https://example.org/doc"],
+    }
+    entry.update(changes)
+    return entry
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        {"version": 2, "layers": [_entry()]},
+        {"version": 1, "layers": []},
+        {"version": 1, "layers": [_entry(severity="info", code=None)]},
+        {"version": 1, "layers": [_entry(id="driver-x")]},
+        {"version": 1, "layers": [_entry(), _entry()]},
+        {"version": 1, "layers": [_entry(patterns=["(?:a|b)"])]},
+        {"version": 1, "layers": [_entry()], "ignore": ["(a+)+x"]},
+    ],
+    ids=[
+        "not-a-mapping",
+        "version",
+        "no-layers",
+        "not-an-error",
+        "not-words",
+        "duplicate",
+        "no-needle",
+        "nested",
+    ],
+)
+def test_a_malformed_layer_words_file_is_refused_naming_what(data: Any) -> None:
+    with pytest.raises(SignatureError, match=r"layer words|signature words-x|layers"):
+        layer_words.parse(data)
+
+
+def test_the_shipped_layer_words_load() -> None:
+    words = layer_words.load()
+    assert {layer.id for layer in words.layers} >= {row[2] for row in LINES}
+
+
+def test_every_data_file_of_the_package_is_shipped() -> None:
+    """A YAML file the package reads but the wheel leaves out works from a checkout and fails in the image."""
+    import tomllib
+
+    root = Path(__file__).parent.parent
+    shipped = set(
+        tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"][
+            "tfdist_validate"
+        ]
+    )
+    package = root / "src" / "tfdist_validate"
+    data = {str(p.relative_to(package)) for p in package.rglob("*.yaml")}
+    assert data and data <= shipped
