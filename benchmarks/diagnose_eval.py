@@ -1,6 +1,6 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
-Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses]
+Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses] [--layer-words]
        (HALF: read|held|held2|...|held15|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
@@ -188,6 +188,39 @@ def score(
     return right, len(entries), per
 
 
+def report_layer_words(entries: list[dict[str, Any]], label: str) -> None:
+    """How far each layer's words (diagnose/layer_words.yaml) can be trusted apart from the table: every line
+    of every excerpt read alone, in the context its log shows; per layer, the excerpts whose lines it names
+    and how many of those the thread settled on the code it gives. A table of wordings cannot raise this
+    figure: it measures the words, not which logs the table happens to know."""
+    from tfdist_validate.diagnose import Matcher, layer_words, resolve
+    from tfdist_validate.diagnose.engine import clean
+    from tfdist_validate.diagnose.findings import Line
+
+    words = layer_words.load()
+    named: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for entry in entries:
+        matcher = Matcher()
+        matcher.feed_lines(entry["log"].splitlines())
+        contexts = set(matcher.result().evidence)
+        seen: dict[str, int] = {}
+        for number, raw in enumerate(entry["log"].splitlines(), 1):
+            found = layer_words.layer_of(clean(raw), words, contexts)
+            if found is not None and found[0].id not in seen:
+                layer = found[0]
+                code = resolve.resolve(layer, [Line(number, raw)], 1, contexts, None).code
+                seen[layer.id] = int(code) if code is not None else 0
+        for layer_id, code in seen.items():
+            named[layer_id][0] += code == entry["expected"]
+            named[layer_id][1] += 1
+    print(f"{label}: the layer words read alone, per layer (excerpts named; the thread's code among them)")
+    for layer in words.layers:
+        ok, n = named.get(layer.id, [0, 0])
+        print(f"  {layer.id:<30} {ok:>4}/{n:<4} {ok / n if n else 0:.2f}")
+    ok, n = sum(v[0] for v in named.values()), sum(v[1] for v in named.values())
+    print(f"  {'all':<30} {ok:>4}/{n:<4} {ok / n if n else 0:.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--half", choices=("read", "held", *LATER_ROUNDS, "all"), default="read")
@@ -203,6 +236,11 @@ def main() -> int:
         action="store_true",
         help="the blind reader's figure (blind.yaml) beside diagnose's, on the excerpts it read",
     )
+    parser.add_argument(
+        "--layer-words",
+        action="store_true",
+        help="each layer's words read alone on every line: how often the layer they name is the thread's",
+    )
     args = parser.parse_args()
     entries = load()
     if args.split:
@@ -214,6 +252,9 @@ def main() -> int:
         return 2
     if args.blind:
         report_blind(chosen, args.half)
+        return 0
+    if args.layer_words:
+        report_layer_words(chosen, args.half)
         return 0
     if args.printed_only:
         prose_only = without_printed_lines()

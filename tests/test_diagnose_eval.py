@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tfdist_validate.diagnose import load
@@ -326,3 +327,19 @@ def test_the_blind_reading_covers_held10_to_held12_once_with_contract_codes(caps
     assert first.startswith(f"held12: blind reader {right}/68 ")
     script.report_blind([e for e in EVAL if e["half"] == "read"], "read")
     assert capsys.readouterr().out.strip() == "read: no blind reading"
+
+
+def test_the_layer_words_figure_counts_each_layer_once_per_excerpt_apart_from_the_table(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """--layer-words: every line read alone; a layer counts once per excerpt, right when the thread's code
+    is the one the layer gives (owl's "no CUDA capable devices found" names a missing driver; its thread
+    settled on a driver too old)."""
+    ids = {
+        "driver-too-old-netv-docker-synology-gtx-1060-driver-550-nvenc-api-13-needs-570-42",
+        "no-driver-colabtools-assertionerror-cuda-is-not-available-runtime-type-not-gpu-482",
+        "driver-too-old-nvisii-owl-no-cuda-capable-devices-found-driver-418-56-needs-r435-91",
+    }
+    _script().report_layer_words([e for e in EVAL if e["id"] in ids], "three")
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:]}
+    assert (rows["words-driver-too-old"], rows["words-driver-missing"], rows["all"]) == ("1/1", "1/2", "2/3")

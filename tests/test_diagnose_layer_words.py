@@ -65,6 +65,21 @@ LINES = [
      "Ran out of memory", "words-out-of-memory", ExitCode.TRAINING_FAILED),
     ("other-k8s-v100s-uncorrectable-ecc-cannot-allocate-243",
      "Uncorrectable ECC Error", "words-gpu-health", ExitCode.GPU_UNHEALTHY),
+    ("torch-not-compiled-with-cuda-detectron2-460",
+     "AssertionError:", "words-build-without-cuda", ExitCode.TF_NOT_CUDA_BUILD),
+    ("container-nvidia-container-runtime-3-0-rpm-inject-hook-stat-runtime-hook-missing-68",
+     "did not terminate", "words-container-gpu", ExitCode.CONTAINER_NO_GPU),
+    ("docker-require-cuda102-vortex-106",
+     "requirement error", "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),
+    ("dockwater-toolkit-nvml-driver-not-loaded-host-driver-10",
+     "initialization error", "words-driver-missing", ExitCode.NO_DRIVER),
+    ("no-driver-nvr-host-driver-upgrade-persistenced-socket-missing-395",
+     "persistenced", "words-driver-missing", ExitCode.NO_DRIVER),
+    ("cc-spacemesh-gpu-post-tesla-k80-kernel-requires-5-0-15",
+     "capability", "words-compute-capability", ExitCode.UNSUPPORTED_GPU),
+    ("tf16-i3-m330-no-avx-illegal-instruction-17411",
+     "illegal", "words-tf-import", ExitCode.TF_IMPORT_FAILED),
+    ("tf-busy-unavailable-vm-62351", "busy or unavailable", "words-gpu-health", ExitCode.GPU_UNHEALTHY),
 ]  # fmt: skip
 
 

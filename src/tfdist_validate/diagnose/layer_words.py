@@ -62,7 +62,7 @@ def load() -> LayerWords:
         raise SignatureError(f"layer words: not valid YAML: {err}") from None
 
 
-def _layer_of(text: str, words: LayerWords, contexts: set[str]) -> tuple[Signature, re.Match[str]] | None:
+def layer_of(text: str, words: LayerWords, contexts: set[str]) -> tuple[Signature, re.Match[str]] | None:
     """The first layer (in file order) whose words the line holds, if the line does not disown its error."""
     if any(p.search(text) for p in words.ignore):
         return None
@@ -87,7 +87,7 @@ def read(
     words = words or load()
     named: dict[str, list[tuple[Line, str]]] = {}
     for line in unclaimed:
-        found = _layer_of(line.text, words, contexts)
+        found = layer_of(line.text, words, contexts)
         if found is not None:
             layer, match = found
             named.setdefault(layer.id, []).append((line, match.group(0)))
