@@ -210,7 +210,11 @@ def test_the_json_report_says_the_cause_was_inferred(
     assert main(["diagnose", "--json", str(log)]) == int(ExitCode.DRIVER_TOO_OLD)
     failure = json.loads(capsys.readouterr().out)["failures"][0]
     assert failure["id"] == "words-driver-too-old"
-    assert "inferred" in failure["why"] and failure["alternatives"]
+    assert "inferred" in failure["why"] and failure["alternatives"] and failure["inferred"] is True
+    # a cause the table recognises says so too
+    log.write_text(_log("oom-adam-mul-t2t-782"))
+    assert main(["diagnose", "--json", str(log)]) == int(ExitCode.TRAINING_FAILED)
+    assert json.loads(capsys.readouterr().out)["failures"][0]["inferred"] is False
 
 
 def _entry(**changes: Any) -> dict[str, Any]:
@@ -274,3 +278,16 @@ def test_every_data_file_of_the_package_is_shipped() -> None:
     package = root / "src" / "tfdist_validate"
     data = {str(p.relative_to(package)) for p in package.rglob("*.yaml")}
     assert data and data <= shipped
+
+
+def test_the_human_verdict_says_the_cause_was_inferred(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfdist_validate.cli import main
+
+    log = tmp_path / "job.log"
+    log.write_text(_log("no-driver-colabtools-assertionerror-cuda-is-not-available-runtime-type-not-gpu-482"))
+    assert main(["diagnose", str(log)]) == int(ExitCode.NO_DRIVER)
+    out = capsys.readouterr().out
+    assert "verdict: 10 NO_DRIVER: inferred from the words of the log's failure line" in out
+    assert "  why:    no known signature matched this log" in out and "  or:     " in out

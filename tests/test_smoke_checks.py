@@ -589,3 +589,19 @@ def test_a_failure_no_signature_knows_brings_the_logs_last_failure_lines(
     by_id, _ = judge(monkeypatch, run)
     quoted = by_id["smoke.training"].details["log_unrecognised"]
     assert quoted[-1] == {"line": 18, "text": "ValueError: in user code:"}
+
+
+def test_a_cause_inferred_from_the_logs_words_is_told_as_an_inference(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The child's log ends in a line no signature knows but whose words name a layer (an encoder's real
+    "Minimum required Nvidia driver is 570.0 or newer", jvdillon/netv#42 in the diagnose excerpts): the check
+    says what the words suggest, not what the log shows (diagnose/layer_words.py)."""
+    make = SCENARIOS["fit runs out of memory"][0]
+    run = make(tmp_path)
+    run.log_path.write_text("Epoch 1/3\nMinimum required Nvidia driver is 570.0 or newer\n", encoding="utf-8")
+    by_id, _ = judge(monkeypatch, run)
+    training = by_id["smoke.training"]
+    assert training.details["diagnosis"][0]["id"] == "words-driver-too-old"
+    assert training.details["diagnosis"][0]["inferred"] is True
+    assert "the log's words suggest: the line says the installed driver is older" in training.summary

@@ -85,9 +85,11 @@ class _SmokeTest:
                 else outcome
             )
         first = causes[0].signature
+        # a cause inferred from a line's words (diagnose/layer_words.py) is told as such
+        shows = "the log's words suggest" if causes[0].inferred else "the log shows"
         return replace(
             outcome,
-            summary=f"{outcome.summary} (the log shows: {first.title})",
+            summary=f"{outcome.summary} ({shows}: {first.title})",
             hint=f"{first.fix.strip()} {outcome.hint}".strip(),
             details={**outcome.details, "diagnosis": [c.to_json() for c in causes[:3]]},
         )

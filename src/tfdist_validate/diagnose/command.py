@@ -100,7 +100,12 @@ def render(result: Diagnosis, name: str) -> str:
         lines += [f"  line {line.number}: {line.text}" for line in result.unrecognised]
     lines.append("")
     code = result.code
-    if result.failures:
+    if result.failures and result.failures[0].inferred:
+        lines.append(
+            f"verdict: {int(code)} {code.name}: inferred from the words of the log's failure line (no known"
+            " signature matched): check the 'or:' readings above before acting on it"
+        )
+    elif result.failures:
         lines.append(
             f"verdict: {int(code)} {code.name}: the code `{TOOL_NAME} run` would return for the most"
             " fundamental cause above"

@@ -43,6 +43,8 @@ class Finding:
     # a whole-log reasoner's account of the facts it decided from ("GeForce GTX 780 Ti has compute capability
     # 3.5; ...", "TensorFlow 2.16 on native Windows: ..."), for the reader
     why: str = ""
+    # read from which layer a line's words name (layer_words.py), not recognised by a signature
+    inferred: bool = False
 
     @property
     def is_failure(self) -> bool:
@@ -66,6 +68,7 @@ class Finding:
             "alternatives": self.alternatives or None,
             "echo_of": self.echo_of,
             "why": self.why or None,
+            "inferred": self.inferred,
         }
 
 

@@ -102,6 +102,7 @@ def read(
         finding = resolve.resolve(layer, lines[:MAX_SHOWN], len(lines), contexts, tf_version)
         # an inference is never certain: what else the line could mean is always worth showing
         finding.alternatives = finding.alternatives or layer.alternatives
+        finding.inferred = True
         line, words_said = hits[0]
         finding.why = (
             f"no known signature matched this log; line {line.number}'s words ({words_said.strip()!r}) name "
