@@ -291,3 +291,21 @@ def test_the_human_verdict_says_the_cause_was_inferred(
     out = capsys.readouterr().out
     assert "verdict: 10 NO_DRIVER: inferred from the words of the log's failure line" in out
     assert "  why:    no known signature matched this log" in out and "  or:     " in out
+
+
+def test_a_sign_of_trouble_gathered_for_a_reasoner_does_not_hide_a_line_from_the_words() -> None:
+    """The capability reasoner gathers "out of memory" lines as signs of a GPU in trouble; that is evidence,
+    not an explanation. cryoSPARC's real "MemoryError: cuMemAlloc failed: out of memory" (held15, read after
+    it was scored) was hidden from the layer words by it, and read 0."""
+    excerpt = "oom-cryosparc-refinement-box-1024-titan-black-6gb-cumemalloc-failed-out-of-memory-142"
+    result = diagnose(_log(excerpt))
+    assert result.code == ExitCode.TRAINING_FAILED
+    assert result.failures[0].signature.id == "words-out-of-memory"
+
+
+def test_a_line_that_calls_its_failure_benign_names_no_layer() -> None:
+    """SLEAP's real "Failed to allocate memory for convolution redzone checking; skipping this check. This is
+    benign ..." (XLA's autotuner) is a notice, not an out-of-memory."""
+    excerpt = "harmless-sleap-redzone-benign-callback-slow-677"
+    assert _read(_line(excerpt, "redzone checking")) is None
+    assert diagnose(_log(excerpt)).code == ExitCode.OK

@@ -249,23 +249,26 @@ class Matcher:
         return bool(self._match(text[:MAX_MATCH_CHARS], 0)[0])
 
     def _unclaimed(self, tail: Iterable[Line], noted: set[int]) -> tuple[list[Line], list[Line]]:
-        """The tail's lines no table entry matches; and of those, the ones that do not go on the sentence of a
-        warning or harmless notice (`noted`: the numbers of the lines such findings cite, a wrapped notice
-        cited by its first line). A message the terminal or the program broke over lines is the notice's:
-        XLA's warning that the driver is older than ptxas goes on with "Because the driver is older than th",
-        which read alone would name a driver too old."""
+        """The tail's lines no table entry matches; and the lines whose words layer_words.py may read: those
+        no entry explains (the capability reasoner's signs of trouble, such as an "out of memory", are only
+        gathered as evidence of a GPU in trouble: they do not explain the line), and that
+        do not go on the sentence of a warning or harmless notice (`noted`: the numbers of the lines such
+        findings cite, a wrapped notice cited by its first line). A message the terminal or the program
+        broke over lines is the notice's: XLA's warning that the driver is older than ptxas goes on with
+        "Because the driver is older than th", which read alone would name a driver too old."""
         unclaimed, worded, continuing = [], [], False
         for line in tail:
-            matched = self._match(line.text[:MAX_MATCH_CHARS], 0)[0]
+            matched = [m for m, *_ in self._match(line.text[:MAX_MATCH_CHARS], 0)[0]]
+            explained = any(not (isinstance(m, capability.Fact) and m.kind == "trouble") for m in matched)
             notice = line.number in noted or any(
-                isinstance(m, Signature) and m.severity == "info" for m, *_ in matched
+                isinstance(m, Signature) and m.severity == "info" for m in matched
             )
             if not matched:
                 unclaimed.append(line)
-                if not (notice or continuing):
-                    worded.append(line)
-            # a notice's sentence goes on until a line ends one; any other known line ends it
-            continuing = (notice or (continuing and not matched)) and not _SENTENCE_END.search(line.text)
+            if not (explained or notice or continuing):
+                worded.append(line)
+            # a notice's sentence goes on until a line ends one; any other explained line ends it
+            continuing = (notice or (continuing and not explained)) and not _SENTENCE_END.search(line.text)
         return unclaimed, worded
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
