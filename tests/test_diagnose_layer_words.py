@@ -309,3 +309,40 @@ def test_a_line_that_calls_its_failure_benign_names_no_layer() -> None:
     excerpt = "harmless-sleap-redzone-benign-callback-slow-677"
     assert _read(_line(excerpt, "redzone checking")) is None
     assert diagnose(_log(excerpt)).code == ExitCode.OK
+
+
+@pytest.mark.parametrize(
+    ("excerpt_id", "code"),
+    [
+        # a Windows path in dlib's out-of-memory line is evidence of Windows, not an explanation of the line
+        ("oom-face-recognition-dlib-cnn-gtx1060-3gb-cudamalloc-out-of-memory-second-image-resize-549",
+         ExitCode.TRAINING_FAILED),
+        # an ELF library's name is evidence of Linux; the line still says that CuPy's NVRTC is missing
+        ("cuda-libs-pytorch-pwc-cupy-libnvrtc-so-11-1-missing-system-cuda-11-5-58", ExitCode.TF_NO_GPU),
+    ],
+)  # fmt: skip
+def test_a_contexts_evidence_does_not_hide_a_failure_line_from_the_words(
+    excerpt_id: str, code: ExitCode
+) -> None:
+    result = diagnose(_log(excerpt_id))
+    assert result.code == code and result.failures[0].inferred
+
+
+def test_a_log_whose_writer_calls_its_errors_non_fatal_is_read_by_the_table_alone() -> None:
+    """The WSL2 report's heading says dxg's ioctl "fails 20 times at boot"; further down the writer says the
+    errors are non-fatal. Its heading read alone names a WSL2 GPU failure; the log as a whole names none."""
+    excerpt = "harmless-wsl2-quadro-p4000-gpu-pv-dxgkio-query-adapter-info-ioctl-failed-cuda-works-40715"
+    heading = _line(excerpt, "fails 20 times")
+    assert _read(heading, frozenset({"wsl2"})) is not None
+    assert diagnose(_log(excerpt)).code == ExitCode.OK
+
+
+def test_tensorrt_missing_counts_only_where_a_program_could_not_start() -> None:
+    """TensorFlow looks for TensorRT on every start and goes on without it (a real Colab log's
+    "Could not load dynamic library 'libnvinfer.so.7'"); Triton's loader refusing to start is a failure."""
+    assert diagnose(_log("colab-libnvinfer-missing-1580")).code == ExitCode.OK
+    triton = _line(
+        "cuda-libs-triton-jetson-agx-xavier-tensorrt-not-installed-libnvinfer-so-7-3030", "libnvinfer"
+    )
+    finding = _read(triton)
+    assert finding is not None and finding.code == ExitCode.TF_NO_GPU

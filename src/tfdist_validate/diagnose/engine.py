@@ -238,6 +238,11 @@ class Matcher:
                 matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
         return matched, bool(candidates)
 
+    def _half_of_a_notice(self, lines: list[Line], i: int) -> bool:
+        """Whether line i joined with its neighbour (either side) is a warning or harmless notice."""
+        pairs = [lines[j].text + lines[j + 1].text for j in (i - 1, i) if j >= 0 and j + 1 < len(lines)]
+        return any(not sig.is_failure for text in pairs for sig, *_ in self._signatures_in(text))
+
     def _signatures_in(self, text: str) -> list[tuple[Signature, int, dict[str, str | None]]]:
         """The signatures (without a `then`) a joined line matches, where and with which groups: a line a
         terminal wrapped, read as one (wrap.py)."""
@@ -250,22 +255,23 @@ class Matcher:
 
     def _unclaimed(self, tail: Iterable[Line], noted: set[int]) -> tuple[list[Line], list[Line]]:
         """The tail's lines no table entry matches; and the lines whose words layer_words.py may read: those
-        no entry explains (the capability reasoner's signs of trouble, such as an "out of memory", are only
-        gathered as evidence of a GPU in trouble: they do not explain the line), and that
-        do not go on the sentence of a warning or harmless notice (`noted`: the numbers of the lines such
-        findings cite, a wrapped notice cited by its first line). A message the terminal or the program
-        broke over lines is the notice's: XLA's warning that the driver is older than ptxas goes on with
-        "Because the driver is older than th", which read alone would name a driver too old."""
+        no entry explains (_explains), that are not half of a warning or harmless notice a terminal wrapped
+        (read joined with the line before or after, as wrap.py reads them), and that do not go on such a
+        notice's sentence (`noted`: the numbers of the lines those findings cite). XLA's warning that the
+        driver is older than ptxas goes on with "Because the driver is older than th", and TF-TRT's harmless
+        "Could not load dynamic library 'libnvinfer.so.7'" is often cut in two: read alone, either would name
+        a layer."""
+        lines = list(tail)
         unclaimed, worded, continuing = [], [], False
-        for line in tail:
+        for i, line in enumerate(lines):
             matched = [m for m, *_ in self._match(line.text[:MAX_MATCH_CHARS], 0)[0]]
-            explained = any(not (isinstance(m, capability.Fact) and m.kind == "trouble") for m in matched)
+            explained = any(_explains(m) for m in matched)
             notice = line.number in noted or any(
                 isinstance(m, Signature) and m.severity == "info" for m in matched
             )
             if not matched:
                 unclaimed.append(line)
-            if not (explained or notice or continuing):
+            if not (explained or notice or continuing or self._half_of_a_notice(lines, i)):
                 worded.append(line)
             # a notice's sentence goes on until a line ends one; any other explained line ends it
             continuing = (notice or (continuing and not explained)) and not _SENTENCE_END.search(line.text)
@@ -370,6 +376,20 @@ class Matcher:
             if inferred is not None:
                 findings.insert(0, inferred)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
+
+
+# What a line holds for the capability reasoner that says nothing of what the line means: a GPU's name, a CUDA
+# version, a sign of trouble ("out of memory"). A failure line often holds one of them.
+_GATHERED_ONLY = frozenset({"gpu", "cuda", "trouble"})
+
+
+def _explains(item: _Item) -> bool:
+    """Whether a table entry a line matches says what the line means, so that its words need no other
+    reading. A context's evidence says only where the log came from (a Windows path, an ELF library's name:
+    cryoSPARC's and dlib's out-of-memory lines hold both), and some reasoner facts only gather evidence."""
+    if isinstance(item, Evidence):
+        return False
+    return not (isinstance(item, capability.Fact) and item.kind in _GATHERED_ONLY)
 
 
 def _value_of(item: _Item, match: re.Match[str]) -> object:

@@ -34,14 +34,17 @@ MAX_SHOWN = 3  # lines cited: the one that decided, and the next ones of the sam
 class LayerWords:
     layers: tuple[Signature, ...]
     ignore: tuple[re.Pattern[str], ...]  # a line that says its own error does not matter
+    disown: tuple[re.Pattern[str], ...] = ()  # a line that says the log's errors do not matter
 
 
 def parse(data: Any) -> LayerWords:
     if not isinstance(data, dict) or data.get("version") != 1:
         raise SignatureError("layer words: expected a mapping with version: 1")
-    raw_layers, raw_ignore = data.get("layers"), data.get("ignore", [])
+    raw_layers, raw_ignore, raw_disown = data.get("layers"), data.get("ignore", []), data.get("disown", [])
     if not isinstance(raw_layers, list) or not raw_layers or not isinstance(raw_ignore, list):
         raise SignatureError("layer words: 'layers' must be a non-empty list and 'ignore' a list")
+    if not isinstance(raw_disown, list):
+        raise SignatureError("layer words: 'disown' must be a list")
     layers = tuple(parse_entry(i, entry, "layers") for i, entry in enumerate(raw_layers))
     for layer in layers:
         if not layer.is_failure or not layer.patterns or not layer.id.startswith("words-"):
@@ -50,7 +53,8 @@ def parse(data: Any) -> LayerWords:
     if len(set(ids)) != len(ids):
         raise SignatureError("layer words: duplicate ids")
     ignore = tuple(compile_pattern(f"layer words: ignore[{i}]", p).regex for i, p in enumerate(raw_ignore))
-    return LayerWords(layers, ignore)
+    disown = tuple(compile_pattern(f"layer words: disown[{i}]", p).regex for i, p in enumerate(raw_disown))
+    return LayerWords(layers, ignore, disown)
 
 
 @lru_cache(maxsize=1)
@@ -85,6 +89,9 @@ def read(
     """The most fundamental layer named by the words of `unclaimed` (the log's last lines that no table entry
     matched), as a finding; None when no line names one."""
     words = words or load()
+    unclaimed = list(unclaimed)
+    if any(p.search(line.text) for line in unclaimed for p in words.disown):
+        return None  # the log's writer has judged its failure-looking lines already
     named: dict[str, list[tuple[Line, str]]] = {}
     for line in unclaimed:
         found = layer_of(line.text, words, contexts)
