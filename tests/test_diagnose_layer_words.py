@@ -243,6 +243,7 @@ def _entry(**changes: Any) -> dict[str, Any]:
         {"version": 1, "layers": [_entry(), _entry()]},
         {"version": 1, "layers": [_entry(patterns=["(?:a|b)"])]},
         {"version": 1, "layers": [_entry()], "ignore": ["(a+)+x"]},
+        {"version": 1, "layers": [_entry()], "disown": "harmless"},
     ],
     ids=[
         "not-a-mapping",
@@ -253,6 +254,7 @@ def _entry(**changes: Any) -> dict[str, Any]:
         "duplicate",
         "no-needle",
         "nested",
+        "disown-not-a-list",
     ],
 )
 def test_a_malformed_layer_words_file_is_refused_naming_what(data: Any) -> None:
