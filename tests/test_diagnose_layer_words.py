@@ -72,7 +72,7 @@ LINES = [
     ("docker-require-cuda102-vortex-106",
      "requirement error", "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),
     ("dockwater-toolkit-nvml-driver-not-loaded-host-driver-10",
-     "initialization error", "words-driver-missing", ExitCode.NO_DRIVER),
+     "initialization error", "words-host-driver-through-the-toolkit", ExitCode.NO_DRIVER),
     ("no-driver-nvr-host-driver-upgrade-persistenced-socket-missing-395",
      "persistenced", "words-driver-missing", ExitCode.NO_DRIVER),
     ("cc-spacemesh-gpu-post-tesla-k80-kernel-requires-5-0-15",
@@ -348,3 +348,59 @@ def test_tensorrt_missing_counts_only_where_a_program_could_not_start() -> None:
     )
     finding = _read(triton)
     assert finding is not None and finding.code == ExitCode.TF_NO_GPU
+
+
+# held15's logs, read after the set was scored: each was read 0 (or as another layer) before the words below
+HELD15 = [
+    ("no-driver-fah-client-cuinit-returned-100-after-reboot-gpu-not-ready-at-service-start-252",
+     "words-driver-missing", ExitCode.NO_DRIVER),  # "cuInit() returned 100": the driver API's first call
+    ("no-driver-deeplabcut-dlc-docker-nvidia-docker-driver-error-failed-to-process-request-46",
+     "words-host-driver-through-the-toolkit", ExitCode.NO_DRIVER),  # the toolkit: the host
+    ("driver-too-old-julia-ngc-cuda-10-container-on-driver-384-not-supported-by-your-driver-7",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # "is not supported by" / "your driver": across lines
+    ("driver-too-old-numba-cuda-toolkit-12-1-without-driver-update-unsupported-ptx-version-8-1-8961",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # ptxas's "Unsupported .version 8.1"
+    ("cuda-libs-tf2-yolov3-convert-to-trt-libnvinfer-so-6-missing-nvinfer-stub-abort-105",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # TF-TRT's stub aborting without TensorRT
+    ("cuda-libs-tf-java-windows-gpu-tensorflow-jni-dll-cant-find-dependent-libraries-16660",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # Windows' loader on TensorFlow's JNI DLL
+    ("other-faceswap-gui-import-tensorflow-protobuf-internal-builder-conflict-1386",
+     "words-tf-import", ExitCode.TF_IMPORT_FAILED),  # "error importing Tensorflow" / protobuf's builder
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("excerpt_id", "layer", "code"), HELD15, ids=[row[0][:50] for row in HELD15])
+def test_held15s_logs_read_by_the_words_found_after_it_was_scored(
+    excerpt_id: str, layer: str, code: ExitCode
+) -> None:
+    result = diagnose(_log(excerpt_id))
+    assert (result.code, result.failures[0].signature.id) == (code, layer)
+
+
+def test_two_lines_are_read_together_only_where_the_words_run_across_the_break() -> None:
+    lines = [
+        Line(5, "ERROR: LoadError: CUDA 10.0 is not supported by"),
+        Line(6, "your driver (which supports up to 9.0)"),
+    ]
+    assert layer_words.read(lines[:1], set(), None) is None  # the first half alone names nothing
+    finding = layer_words.read(lines, set(), None)
+    assert finding is not None and finding.code == ExitCode.DRIVER_TOO_OLD
+    assert finding.lines[0].number == 5 and "not supported by your driver" in finding.why
+    # a line naming its layer alone is cited alone, not as the second half of a pair with the line before it
+    lines = [Line(1, "```"), Line(2, "Minimum required Nvidia driver is 570.0 or newer")]
+    finding = layer_words.read(lines, set(), None)
+    assert finding is not None and [line.number for line in finding.lines] == [2]
+
+
+def test_shared_memory_running_out_is_a_collective_failure_only_beside_collectives() -> None:
+    line = "RuntimeError: NCCL communicator setup: No space left on device"
+    assert _read("[Errno 28] No space left on device") is None
+    shm = _read(line, frozenset({"collective"}))
+    assert shm is not None and shm.signature.id == "words-shared-memory-for-collectives"
+
+
+def test_a_pip_list_pasted_with_its_tabs_is_read_like_one_with_spaces() -> None:
+    """tensorflow/serving#929 (held15): `pip list` rows whose columns kept their tabs; TensorFlow 1.8's plain
+    `tensorflow` (CPU-only) installed beside `tensorflow-gpu`."""
+    result = diagnose(_log("tf-no-cuda-tf-serving-api-pip-pulled-cpu-tensorflow-over-tensorflow-gpu-1-8-929"))
+    assert result.code == ExitCode.TF_NOT_CUDA_BUILD

@@ -80,6 +80,18 @@ def layer_of(text: str, words: LayerWords, contexts: set[str]) -> tuple[Signatur
     return None
 
 
+def _across(
+    first: str, second: str, words: LayerWords, contexts: set[str]
+) -> tuple[Signature, re.Match[str]] | None:
+    """The layer two lines name together, when its words run across the break (not one line's alone)."""
+    joined = f"{first.rstrip()} {second.lstrip()}"
+    found = layer_of(joined, words, contexts)
+    if found is None:
+        return None
+    cut = len(first.rstrip())
+    return found if found[1].start() < cut < found[1].end() else None
+
+
 def read(
     unclaimed: Iterable[Line],
     contexts: set[str],
@@ -93,8 +105,13 @@ def read(
     if any(p.search(line.text) for line in unclaimed for p in words.disown):
         return None  # the log's writer has judged its failure-looking lines already
     named: dict[str, list[tuple[Line, str]]] = {}
-    for line in unclaimed:
+    for i, line in enumerate(unclaimed):
         found = layer_of(line.text, words, contexts)
+        following = unclaimed[i + 1] if i + 1 < len(unclaimed) else None
+        if found is None and following is not None and following.number == line.number + 1:
+            # a sentence a terminal or the paste broke ("CUDA 10.0 is not supported by" / "your driver (which
+            # supports up to 9.0)"), read whole where neither half names a layer
+            found = _across(line.text, following.text, words, contexts)
         if found is not None:
             layer, match = found
             named.setdefault(layer.id, []).append((line, match.group(0)))
