@@ -404,3 +404,21 @@ def test_a_pip_list_pasted_with_its_tabs_is_read_like_one_with_spaces() -> None:
     `tensorflow` (CPU-only) installed beside `tensorflow-gpu`."""
     result = diagnose(_log("tf-no-cuda-tf-serving-api-pip-pulled-cpu-tensorflow-over-tensorflow-gpu-1-8-929"))
     assert result.code == ExitCode.TF_NOT_CUDA_BUILD
+
+
+@pytest.mark.parametrize(
+    "excerpt_id",
+    [
+        "container-tfjob-requests-not-limits-nvidia-smi-not-found-1042",  # "TFJobs", "on GKE"
+        "container-mmocr-docker-demo-found-no-nvidia-driver-missing-gpus-all-414",  # "through the docker"
+        # "kubernetes worker"
+        "container-charmed-kubernetes-worker-in-lxd-without-gpu-passthrough-nvidia-smi-255-284",
+    ],
+)
+def test_a_container_told_in_the_users_words_is_the_place_the_driver_words_are_read_in(
+    excerpt_id: str,
+) -> None:
+    """The container evidence of signatures.yaml includes the place in the user's words (an install through
+    the docker, a Kubernetes worker, TFJobs on GKE): the driver's missing there is the container's (11)."""
+    result = diagnose(_log(excerpt_id))
+    assert result.code == ExitCode.CONTAINER_NO_GPU and "container" in result.evidence
