@@ -422,3 +422,18 @@ def test_a_container_told_in_the_users_words_is_the_place_the_driver_words_are_r
     the docker, a Kubernetes worker, TFJobs on GKE): the driver's missing there is the container's (11)."""
     result = diagnose(_log(excerpt_id))
     assert result.code == ExitCode.CONTAINER_NO_GPU and "container" in result.evidence
+
+
+@pytest.mark.parametrize(
+    "excerpt_id",
+    [
+        "wsl2-vllm-serve-qwen3-uva-is-not-available-pin-memory-false-wsl-detected-43381",  # UVA
+        "wsl2-vina-gpu-opencl-err-1001-cl-platform-not-found-khr-nvidia-opencl-unsupported-65",  # OpenCL
+    ],
+)
+def test_gpu_apis_wsl2_does_not_pass_through_are_wsl2_failures(excerpt_id: str) -> None:
+    result = diagnose(_log(excerpt_id))
+    assert (result.code, result.failures[0].signature.id) == (
+        ExitCode.WSL2_PASSTHROUGH,
+        "words-gpu-failure-under-wsl2",
+    )
