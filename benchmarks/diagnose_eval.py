@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses] [--layer-words]
-       (HALF: read|held|held2|...|held16|all)
+       (HALF: read|held|held2|...|held17|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -51,7 +51,9 @@ round, apart from that round's signature work too, and scored once on each round
 work (breadth from the printing programs' own sources) went on elsewhere, and scored once on the code before
 that round and once on the code after it. `held14` is the eighteenth round's, collected the same way (two
 collectors) and scored the same way. `held15` is the twentieth round's (four collectors, while the layer words
-were written), scored once on round 19's code and once on round 20's. `held16` is a name kept for a next set.
+were written), scored once on round 19's code and once on round 20's. `held16` is the twenty-first round's
+(four collectors), scored on round 19's code, on the code its collection began from and on round 21's.
+`held17` is a name kept for a next set.
 """
 
 from __future__ import annotations
@@ -66,9 +68,9 @@ from typing import Any
 
 import yaml
 
-# the held-back sets collected after the first round's split, one per round, held2 .. held16 (held16 is the
+# the held-back sets collected after the first round's split, one per round, held2 .. held17 (held17 is the
 # name kept for a next set): never re-split, each scored as collected
-LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 17))
+LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 18))
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)

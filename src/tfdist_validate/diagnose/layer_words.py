@@ -66,8 +66,15 @@ def load() -> LayerWords:
         raise SignatureError(f"layer words: not valid YAML: {err}") from None
 
 
+# Markdown emphasis a paste often carries around words ("_Check_ failed ... unhandled cuda _error_",
+# "**Could not load dynamic library**"): markers at a word's edge only, so that "_pywrap_tensorflow" keeps its
+# inner underscores
+_EMPHASIS = re.compile(r"(?<![\w*])[_*]{1,2}(?=\w)|(?<=\w)[_*]{1,2}(?![\w*])")
+
+
 def layer_of(text: str, words: LayerWords, contexts: set[str]) -> tuple[Signature, re.Match[str]] | None:
     """The first layer (in file order) whose words the line holds, if the line does not disown its error."""
+    text = _EMPHASIS.sub("", text)
     if any(p.search(text) for p in words.ignore):
         return None
     for layer in words.layers:
