@@ -489,3 +489,28 @@ def test_an_info_line_about_cuda_ipc_names_nothing() -> None:
     harmless = "harmless-torch-distlearn-aws-virtual-gpus-cuda-ipc-not-possible-between-gpus-8"
     excerpt = next(e for e in _excerpts() if e.startswith(harmless[:60]))
     assert diagnose(_log(excerpt)).code == ExitCode.OK
+
+
+# held17's logs, read after the set was scored (32/43 then; 26/43 when it was scored unseen)
+HELD17 = [
+    ("no-driver-nixpkgs-nvidia-x11-440-82-fails-to-build-linux-5-7-set-memory-array-uc-90459",
+     "words-driver-missing", ExitCode.NO_DRIVER),  # the module's own sources failing to compile
+    ("no-driver-gpu-operator-ocp-4-7-21-driver-pod-kernel-headers-not-found-entitlement-234",
+     "words-driver-missing", ExitCode.NO_DRIVER),  # the driver container finding no kernel headers
+    ("container-docker4deeplabcut-nvidia-docker-invalid-device-1-single-gpu-4",
+     "words-container-gpu", ExitCode.CONTAINER_NO_GPU),  # nvidia-docker refusing the GPU asked for
+    ("container-instant-ngp-old-docker-compose-rejects-gpu-device-reservations-929",
+     "words-container-gpu", ExitCode.CONTAINER_NO_GPU),  # an old compose refusing the GPU reservation
+    ("other-tensorflow-net-redist-windows-gpu-2-4-0-entry-point-tf-stringinit-not-found-gpu-build-missing-751",
+     "words-tf-import", ExitCode.TF_IMPORT_FAILED),  # TensorFlow's DLL of another version than the bindings
+    ("compute-capability-alphafold-docker-cuda-11-0-ampere-a10-cc-8-6-ptxas-does-not-support-named-symbol-not-found-55",
+     "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # XLA's PTX kernel missing after the JIT fallback
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("excerpt_id", "layer", "code"), HELD17, ids=[row[0][:50] for row in HELD17])
+def test_held17s_logs_read_by_the_words_found_after_it_was_scored(
+    excerpt_id: str, layer: str, code: ExitCode
+) -> None:
+    result = diagnose(_log(excerpt_id))
+    assert (result.code, result.failures[0].signature.id) == (code, layer)

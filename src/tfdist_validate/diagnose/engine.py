@@ -271,6 +271,8 @@ class Matcher:
             )
             if not matched:
                 unclaimed.append(line)
+            # a line starting a log record of its own (a timestamp, a glog prefix) goes on no one's sentence
+            continuing = continuing and not _STAMP.search(line.text)
             if not (explained or notice or continuing or self._half_of_a_notice(lines, i)):
                 worded.append(line)
             # a notice's sentence goes on until a line ends one; any other explained line ends it
