@@ -369,14 +369,6 @@ HELD15 = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("excerpt_id", "layer", "code"), HELD15, ids=[row[0][:50] for row in HELD15])
-def test_held15s_logs_read_by_the_words_found_after_it_was_scored(
-    excerpt_id: str, layer: str, code: ExitCode
-) -> None:
-    result = diagnose(_log(excerpt_id))
-    assert (result.code, result.failures[0].signature.id) == (code, layer)
-
-
 def test_two_lines_are_read_together_only_where_the_words_run_across_the_break() -> None:
     lines = [
         Line(5, "ERROR: LoadError: CUDA 10.0 is not supported by"),
@@ -454,14 +446,6 @@ HELD16 = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("excerpt_id", "layer", "code"), HELD16, ids=[row[0][:50] for row in HELD16])
-def test_held16s_logs_read_by_the_words_found_after_it_was_scored(
-    excerpt_id: str, layer: str, code: ExitCode
-) -> None:
-    result = diagnose(_log(excerpt_id))
-    assert (result.code, result.failures[0].signature.id) == (code, layer)
-
-
 def test_markdown_emphasis_around_words_does_not_hide_them() -> None:
     """NVIDIA/caffe#492 (held16) pasted its NCCL check with markdown emphasis around two words."""
     finding = _read("_Check_ failed: result == ncclSuccess (1 vs. 0)  unhandled cuda _error_")
@@ -508,8 +492,13 @@ HELD17 = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize(("excerpt_id", "layer", "code"), HELD17, ids=[row[0][:50] for row in HELD17])
-def test_held17s_logs_read_by_the_words_found_after_it_was_scored(
+READ_AFTER_SCORING = HELD15 + HELD16 + HELD17
+
+
+@pytest.mark.parametrize(
+    ("excerpt_id", "layer", "code"), READ_AFTER_SCORING, ids=[row[0][:50] for row in READ_AFTER_SCORING]
+)
+def test_held_sets_logs_read_by_the_words_found_after_each_was_scored(
     excerpt_id: str, layer: str, code: ExitCode
 ) -> None:
     result = diagnose(_log(excerpt_id))
