@@ -23,6 +23,7 @@ from tfdist_validate.diagnose import (
     reasoners,
     resolve,
     unrecognised,
+    worded as worded_lines,
     wrap,
 )
 from tfdist_validate.diagnose.findings import Diagnosis, Finding, Line
@@ -37,8 +38,6 @@ MAX_LINES_KEPT = 3  # example lines kept per finding
 MAX_MATCH_CHARS = CHUNK  # longer lines are matched as several pieces with the same number
 THEN_LOOKAHEAD = 3  # a `then` pattern must match within this many non-blank lines after its first line
 MAX_SHOWN_CHARS = 240
-# a line that ends its sentence (or a line of its own): the next one does not continue it
-_SENTENCE_END = re.compile(r"[.!?:;)\]]\s*$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The timestamp TensorFlow / absl put first on each line: lines differing only by it match the same entries,
 # so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
@@ -238,11 +237,6 @@ class Matcher:
                 matched.append((item, match.start() - skip, match.groupdict(), _value_of(item, match)))
         return matched, bool(candidates)
 
-    def _half_of_a_notice(self, lines: list[Line], i: int) -> bool:
-        """Whether line i joined with its neighbour (either side) is a warning or harmless notice."""
-        pairs = [lines[j].text + lines[j + 1].text for j in (i - 1, i) if j >= 0 and j + 1 < len(lines)]
-        return any(not sig.is_failure for text in pairs for sig, *_ in self._signatures_in(text))
-
     def _signatures_in(self, text: str) -> list[tuple[Signature, int, dict[str, str | None]]]:
         """The signatures (without a `then`) a joined line matches, where and with which groups: a line a
         terminal wrapped, read as one (wrap.py)."""
@@ -252,32 +246,6 @@ class Matcher:
     def _known(self, text: str) -> bool:
         """Whether any table entry (a failure, harmless notice, context or fact) matches a cleaned line."""
         return bool(self._match(text[:MAX_MATCH_CHARS], 0)[0])
-
-    def _unclaimed(self, tail: Iterable[Line], noted: set[int]) -> tuple[list[Line], list[Line]]:
-        """The tail's lines no table entry matches; and the lines whose words layer_words.py may read: those
-        no entry explains (_explains), that are not half of a warning or harmless notice a terminal wrapped
-        (read joined with the line before or after, as wrap.py reads them), and that do not go on such a
-        notice's sentence (`noted`: the numbers of the lines those findings cite). XLA's warning that the
-        driver is older than ptxas goes on with "Because the driver is older than th", and TF-TRT's harmless
-        "Could not load dynamic library 'libnvinfer.so.7'" is often cut in two: read alone, either would name
-        a layer."""
-        lines = list(tail)
-        unclaimed, worded, continuing = [], [], False
-        for i, line in enumerate(lines):
-            matched = [m for m, *_ in self._match(line.text[:MAX_MATCH_CHARS], 0)[0]]
-            explained = any(_explains(m) for m in matched)
-            notice = line.number in noted or any(
-                isinstance(m, Signature) and m.severity == "info" for m in matched
-            )
-            if not matched:
-                unclaimed.append(line)
-            # a line starting a log record of its own (a timestamp, a glog prefix) goes on no one's sentence
-            continuing = continuing and not _STAMP.search(line.text)
-            if not (explained or notice or continuing or self._half_of_a_notice(lines, i)):
-                worded.append(line)
-            # a notice's sentence goes on until a line ends one; any other explained line ends it
-            continuing = (notice or (continuing and not explained)) and not _SENTENCE_END.search(line.text)
-        return unclaimed, worded
 
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
@@ -368,7 +336,13 @@ class Matcher:
         if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
             tail = (Line(line.number, clean(line.text)) for line in self._tail.lines())
             noted = {line.number for f in findings if not f.is_failure for line in f.lines}
-            unclaimed, worded = self._unclaimed(tail, noted)
+            unclaimed, worded = worded_lines.split_tail(
+                list(tail),
+                noted,
+                lambda text: [m for m, *_ in self._match(text[:MAX_MATCH_CHARS], 0)[0]],
+                lambda text: any(not sig.is_failure for sig, *_ in self._signatures_in(text)),
+                _STAMP,
+            )
             unknown = [
                 Line(n, _shown(text, at))
                 for n, text, at in unrecognised.failure_looking(unclaimed, lambda _text: False)
@@ -378,20 +352,6 @@ class Matcher:
             if inferred is not None:
                 findings.insert(0, inferred)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
-
-
-# What a line holds for the capability reasoner that says nothing of what the line means: a GPU's name, a CUDA
-# version, a sign of trouble ("out of memory"). A failure line often holds one of them.
-_GATHERED_ONLY = frozenset({"gpu", "cuda", "trouble"})
-
-
-def _explains(item: _Item) -> bool:
-    """Whether a table entry a line matches says what the line means, so that its words need no other
-    reading. A context's evidence says only where the log came from (a Windows path, an ELF library's name:
-    cryoSPARC's and dlib's out-of-memory lines hold both), and some reasoner facts only gather evidence."""
-    if isinstance(item, Evidence):
-        return False
-    return not (isinstance(item, capability.Fact) and item.kind in _GATHERED_ONLY)
 
 
 def _value_of(item: _Item, match: re.Match[str]) -> object:
