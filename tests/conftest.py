@@ -23,6 +23,27 @@ class CliRun:
     stderr: str
 
 
+# A WSL2 guest's `uname -a` (the kernel string WSL2 ships, a Windows default host name): the WSL2 evidence the
+# diagnose tests put beside a line whose reading WSL2 changes
+WSL_UNAME = (
+    "Linux DESKTOP-AB12CDE 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
+)
+
+
+def diagnosed_code(*lines: str) -> int:
+    """The exit code `diagnose` gives the log made of `lines`."""
+    from tfdist_validate.diagnose import diagnose
+
+    return int(diagnose("\n".join(lines)).code)
+
+
+def failure_ids(*lines: str) -> set[str]:
+    """The signatures of the failures `diagnose` finds in the log made of `lines`."""
+    from tfdist_validate.diagnose import diagnose
+
+    return {f.signature.id for f in diagnose("\n".join(lines)).failures}
+
+
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The process environment without any TFDIST_* setting, so a developer's shell cannot leak into tests."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TFDIST_")}

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL
 from tfdist_validate.diagnose import diagnose
 
 # the wrapper docker / containerd put around a hook's stderr, before the CLI's own line
@@ -35,7 +36,6 @@ DOCKER = (
     " 'legacy'"
 )
 MOUNT = "nvidia-container-cli: mount error: file creation failed: /var/lib/docker/overlay2/0a1b/merged/"
-WSL = "Linux DESKTOP-AB12CDE 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
 
 CLI = [
     # initialization: nvc_init (driver RPC service, NVML, libraries) -> the host's driver (10)

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL
 from tfdist_validate.diagnose import diagnose
 
-WSL = "Linux DESKTOP-4F2K9QX 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
 DOCKER = "$ docker run --rm --gpus all -it myorg/render:latest python render.py"
 
 FORMATS = [

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL, diagnosed_code, failure_ids
 from tfdist_validate.diagnose import diagnose
 
 # real: a GPU container whose CUDA broke after the host's suspend (NVIDIA/nvidia-container-toolkit#1155)
@@ -31,15 +32,6 @@ GPU_START = "docker run -d --gpus=all -v ollama:/root/.ollama -p 11434:11434 --n
 PLAIN_START = (
     "docker run -it -p 8888:8888 tensorflow/tensorflow:latest-gpu-jupyter jupyter notebook --notebook-dir=/tf"
 )
-WSL = "Linux DESKTOP-AB12CDE 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
-
-
-def _code(*lines: str) -> int:
-    return int(diagnose("\n".join(lines)).code)
-
-
-def _ids(*lines: str) -> set[str]:
-    return {f.signature.id for f in diagnose("\n".join(lines)).failures}
 
 
 @pytest.mark.parametrize(
@@ -55,21 +47,23 @@ def _ids(*lines: str) -> set[str]:
     ],
 )
 def test_nvidia_docker_1_without_its_plugin_is_a_container_without_gpu(line: str) -> None:
-    assert _code(line) == 11
-    assert "nvidia-docker-plugin-not-running" in _ids(line)
+    assert diagnosed_code(line) == 11
+    assert "nvidia-docker-plugin-not-running" in failure_ids(line)
 
 
 def test_another_volume_plugin_is_not_nvidia_dockers() -> None:
     line = "docker: Error response from daemon: error looking up volume plugin rexray: plugin not found."
-    assert "nvidia-docker-plugin-not-running" not in _ids(line)
+    assert "nvidia-docker-plugin-not-running" not in failure_ids(line)
 
 
 NVML_DENIED = "Failed to initialize NVML: Insufficient Permissions"
 
 
 def test_nvml_denied_in_a_container_is_the_containers_access() -> None:
-    assert _code("podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L", NVML_DENIED) == 11
-    assert _code("docker run -ti --rm nvidia/cuda:12.4.1-base-ubi9 bash", NVML_DENIED) == 11
+    assert (
+        diagnosed_code("podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi -L", NVML_DENIED) == 11
+    )
+    assert diagnosed_code("docker run -ti --rm nvidia/cuda:12.4.1-base-ubi9 bash", NVML_DENIED) == 11
 
 
 def test_nvml_denied_on_a_host_is_the_device_nodes_and_names_the_container_reading() -> None:
@@ -80,13 +74,13 @@ def test_nvml_denied_on_a_host_is_the_device_nodes_and_names_the_container_readi
 
 def test_the_device_plugins_no_permission_is_read_the_same() -> None:
     # built: k8s-device-plugin's "init NVML ...; err: <nvml.ErrorString>" with the return code's name
-    assert "nvml-insufficient-permissions" in _ids("Failed to initialize NVML: ERROR_NO_PERMISSION")
+    assert "nvml-insufficient-permissions" in failure_ids("Failed to initialize NVML: ERROR_NO_PERMISSION")
 
 
 def test_nvidia_container_clis_own_nvml_refusal_stays_the_hosts() -> None:
     line = "nvidia-container-cli: initialization error: nvml error: insufficient permissions"
-    assert "nvml-insufficient-permissions" not in _ids(line)
-    assert _code(line) == 10
+    assert "nvml-insufficient-permissions" not in failure_ids(line)
+    assert diagnosed_code(line) == 10
 
 
 @pytest.mark.parametrize(
@@ -101,7 +95,7 @@ def test_nvidia_container_clis_own_nvml_refusal_stays_the_hosts() -> None:
     ],
 )
 def test_the_toolkits_own_library_missing_is_a_container_without_gpu(line: str) -> None:
-    assert _code(line) == 11
+    assert diagnosed_code(line) == 11
 
 
 STUB = (
@@ -111,8 +105,8 @@ STUB = (
 
 
 def test_the_stub_libcuda_in_a_container_is_the_containers_set_up() -> None:
-    assert _code("docker run --rm -it sd-image python -c 'import torch'", STUB) == 11
-    assert _code(PLAIN_START, STUB) == 11
+    assert diagnosed_code("docker run --rm -it sd-image python -c 'import torch'", STUB) == 11
+    assert diagnosed_code(PLAIN_START, STUB) == 11
 
 
 def test_the_stub_libcuda_on_a_host_keeps_its_reading() -> None:
@@ -142,9 +136,9 @@ def test_cuda_unknown_error_in_a_container_that_got_its_gpu_is_the_hosts_driver_
 
 @pytest.mark.parametrize("line", CUINIT_999)
 def test_cuda_unknown_error_keeps_the_container_and_wsl2_readings(line: str) -> None:
-    assert _code(PLAIN_START, line) == 11
-    assert _code("nvidia-docker run --rm nvidia/cuda nvidia-smi", WSL, line) == 12
-    assert _code(line) == 10
+    assert diagnosed_code(PLAIN_START, line) == 11
+    assert diagnosed_code("nvidia-docker run --rm nvidia/cuda nvidia-smi", WSL, line) == 12
+    assert diagnosed_code(line) == 10
 
 
 @pytest.mark.parametrize(
@@ -155,7 +149,7 @@ def test_cuda_unknown_error_keeps_the_container_and_wsl2_readings(line: str) -> 
     ],
 )
 def test_a_notebook_that_got_no_gpu_runtime_has_no_driver(line: str) -> None:
-    assert _code(line) == 10
+    assert diagnosed_code(line) == 10
 
 
 def test_xlas_nccl_stub_says_the_nccl_library_is_missing() -> None:
@@ -165,8 +159,8 @@ def test_xlas_nccl_stub_says_the_nccl_library_is_missing() -> None:
         " Unable to"
         " load NCCL library. Multi-GPU collectives will not work."
     )
-    assert _code(line) == 22
-    assert "nccl-library-not-loadable" in _ids(line)
+    assert diagnosed_code(line) == 22
+    assert "nccl-library-not-loadable" in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -182,7 +176,7 @@ def test_xlas_nccl_stub_says_the_nccl_library_is_missing() -> None:
     ],
 )
 def test_a_program_that_needs_tensorrt_without_it_lacks_a_cuda_library(line: str) -> None:
-    assert _code(line) == 22
+    assert diagnosed_code(line) == 22
 
 
 def test_tensorflows_optional_tensorrt_warning_stays_harmless() -> None:
@@ -191,7 +185,7 @@ def test_tensorflows_optional_tensorrt_warning_stays_harmless() -> None:
         " 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or"
         " directory"
     )
-    assert _code(line) == 0
+    assert diagnosed_code(line) == 0
 
 
 @pytest.mark.parametrize(
@@ -202,8 +196,8 @@ def test_tensorflows_optional_tensorrt_warning_stays_harmless() -> None:
     ],
 )
 def test_the_loaders_bare_words_for_a_cuda_library_are_missing_libraries(line: str) -> None:
-    assert _code(line) == 22
-    assert "cuda-lib-named-missing" in _ids(line)
+    assert diagnosed_code(line) == 22
+    assert "cuda-lib-named-missing" in failure_ids(line)
 
 
 def test_prefixed_forms_stay_with_their_own_entries() -> None:
@@ -212,8 +206,8 @@ def test_prefixed_forms_stay_with_their_own_entries() -> None:
         " 'libcudart.so.11.0'; dlerror: libcudart.so.11.0: cannot open shared object file: No such file or"
         " directory"
     )
-    assert "cuda-lib-named-missing" not in _ids(tf)
-    assert "cuda-lib-named-missing" not in _ids(
+    assert "cuda-lib-named-missing" not in failure_ids(tf)
+    assert "cuda-lib-named-missing" not in failure_ids(
         "ImportError: libcublas.so.9.0: cannot open shared object file: No such file or directory"
     )
 
@@ -224,7 +218,7 @@ def test_nvidia_docker_plugin_stopping_on_an_error_leaves_containers_without_gpu
         "/usr/bin/nvidia-docker-plugin | 2016/07/21 00:06:05 Error: listen unix"
         " /run/docker/plugins/nvidia-docker.sock: bind: address already in use"
     )
-    assert _code(line) == 11
+    assert diagnosed_code(line) == 11
 
 
 @pytest.mark.parametrize(
@@ -236,8 +230,8 @@ def test_nvidia_docker_plugin_stopping_on_an_error_leaves_containers_without_gpu
 )
 def test_the_plugins_relay_of_a_host_driver_error_is_read_as_the_host(err: str) -> None:
     line = f"nvidia-docker-plugin | 2017/04/03 15:24:24 Error: {err}"
-    assert "nvidia-docker-plugin-not-running" not in _ids(line)
-    assert _code(line) == 10
+    assert "nvidia-docker-plugin-not-running" not in failure_ids(line)
+    assert diagnosed_code(line) == 10
 
 
 @pytest.mark.parametrize(
@@ -249,7 +243,7 @@ def test_the_plugins_relay_of_a_host_driver_error_is_read_as_the_host(err: str) 
     ],
 )
 def test_libnccl_missing_is_a_missing_cuda_library(line: str) -> None:
-    assert _code(line) == 22
+    assert diagnosed_code(line) == 22
 
 
 def test_nccls_optional_network_plugin_missing_stays_harmless() -> None:
@@ -257,8 +251,8 @@ def test_nccls_optional_network_plugin_missing_stays_harmless() -> None:
         "host:9621:9621 [0] NCCL INFO NET/Plugin : Plugin load (libnccl-net.so) returned 2 : libnccl-net.so:"
         " cannot open shared object file: No such file or directory"
     )
-    assert "nccl-library-not-loadable" not in _ids(line)
-    assert _code(line) == 0
+    assert "nccl-library-not-loadable" not in failure_ids(line)
+    assert diagnosed_code(line) == 0
 
 
 def test_nvidia_docker_1_asking_for_an_old_drivers_volume_is_the_containers_plumbing() -> None:
@@ -266,31 +260,36 @@ def test_nvidia_docker_1_asking_for_an_old_drivers_volume_is_the_containers_plum
     line = (
         "docker: Error response from daemon: get nvidia_driver_470.82: no such volume: nvidia_driver_470.82."
     )
-    assert _code(line) == 11
-    assert "nvidia-docker-driver-volume-missing" in _ids(line)
-    assert "nvidia-docker-driver-volume-missing" not in _ids("Error: no such volume: my_data")
+    assert diagnosed_code(line) == 11
+    assert "nvidia-docker-driver-volume-missing" in failure_ids(line)
+    assert "nvidia-docker-driver-volume-missing" not in failure_ids("Error: no such volume: my_data")
 
 
 def test_tensorflows_dlerror_without_its_head_names_the_missing_library() -> None:
-    assert _code("dlerror: libcufft.so.10: cannot open shared object file: No such file or directory") == 22
+    assert (
+        diagnosed_code("dlerror: libcufft.so.10: cannot open shared object file: No such file or directory")
+        == 22
+    )
     # the whole line stays with its own entry, and cudart alone keeps its CPU-machine reading
     whole = (
         "Could not load dynamic library 'libcublas.so.10'; dlerror: libcublas.so.10: cannot open shared"
         " object file: No such file or directory"
     )
-    assert "cuda-lib-named-missing" not in _ids(whole)
+    assert "cuda-lib-named-missing" not in failure_ids(whole)
     cut = "dlerror: libcudart.so.11.0: cannot open shared object file: No such file or directory"
-    assert "cuda-lib-named-missing" not in _ids(cut)
+    assert "cuda-lib-named-missing" not in failure_ids(cut)
 
 
 def test_tensorflow_1_0s_dso_loader_names_the_missing_cuda_library() -> None:
     # built: TensorFlow 1.0's dso_loader format for cuFFT; libcupti (tracing only) is not claimed
     assert (
-        _code("I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcufft.so.8.0.")
+        diagnosed_code(
+            "I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcufft.so.8.0."
+        )
         == 22
     )
     cupti = "I tensorflow/stream_executor/dso_loader.cc:105] Couldn't open CUDA library libcupti.so.8.0."
-    assert "cuda-lib-named-missing" not in _ids(cupti)
+    assert "cuda-lib-named-missing" not in failure_ids(cupti)
 
 
 def test_cudnns_own_loader_line_is_claimed_once() -> None:

@@ -34,17 +34,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL, diagnosed_code, failure_ids
 from tfdist_validate.diagnose import diagnose
-
-WSL = "Linux DESKTOP-AB12CDE 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
-
-
-def _code(*lines: str) -> int:
-    return int(diagnose("\n".join(lines)).code)
-
-
-def _ids(*lines: str) -> set[str]:
-    return {f.signature.id for f in diagnose("\n".join(lines)).failures}
 
 
 def _contexts(*lines: str) -> set[str]:
@@ -63,8 +54,8 @@ FFMPEG_LINES = [
 
 @pytest.mark.parametrize("line", FFMPEG_LINES)
 def test_ffmpeg_without_the_cuda_library_is_no_driver_on_a_bare_host(line: str) -> None:
-    assert _code(line) == 10
-    assert "ffmpeg-cuda-driver-library-missing" in _ids(line)
+    assert diagnosed_code(line) == 10
+    assert "ffmpeg-cuda-driver-library-missing" in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -93,8 +84,8 @@ def test_a_container_s_own_output_makes_the_missing_cuda_library_a_container_wit
     evidence: str,
 ) -> None:
     assert "container" in _contexts(evidence)
-    assert _code(evidence) == 0  # evidence alone is no failure
-    assert _code(evidence, FFMPEG_LINES[0]) == 11
+    assert diagnosed_code(evidence) == 0  # evidence alone is no failure
+    assert diagnosed_code(evidence, FFMPEG_LINES[0]) == 11
 
 
 @pytest.mark.parametrize(
@@ -110,11 +101,11 @@ def test_a_container_s_own_output_makes_the_missing_cuda_library_a_container_wit
 )
 def test_host_installs_and_debuggers_are_not_container_evidence(line: str) -> None:
     assert "container" not in _contexts(line)
-    assert _code(line, FFMPEG_LINES[0]) == 10
+    assert diagnosed_code(line, FFMPEG_LINES[0]) == 10
 
 
 def test_ffmpeg_without_the_cuda_library_under_wsl2_is_passthrough() -> None:
-    assert _code(WSL, FFMPEG_LINES[0]) == 12
+    assert diagnosed_code(WSL, FFMPEG_LINES[0]) == 12
 
 
 @pytest.mark.parametrize(
@@ -127,7 +118,7 @@ def test_ffmpeg_without_the_cuda_library_under_wsl2_is_passthrough() -> None:
     ],
 )
 def test_other_libraries_and_a_successful_load_are_not_the_missing_driver(line: str) -> None:
-    assert "ffmpeg-cuda-driver-library-missing" not in _ids(line)
+    assert "ffmpeg-cuda-driver-library-missing" not in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -149,8 +140,8 @@ def test_other_libraries_and_a_successful_load_are_not_the_missing_driver(line: 
     ],
 )
 def test_compose_refusing_the_gpu_request_is_a_container_without_gpu(line: str) -> None:
-    assert _code(line) == 11
-    assert "compose-gpu-request-rejected" in _ids(line)
+    assert diagnosed_code(line) == 11
+    assert "compose-gpu-request-rejected" in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -164,7 +155,7 @@ def test_compose_refusing_the_gpu_request_is_a_container_without_gpu(line: str) 
     ],
 )
 def test_other_compose_schema_errors_are_not_a_gpu_request(line: str) -> None:
-    assert "compose-gpu-request-rejected" not in _ids(line)
+    assert "compose-gpu-request-rejected" not in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -184,8 +175,8 @@ def test_other_compose_schema_errors_are_not_a_gpu_request(line: str) -> None:
     ],
 )
 def test_dkms_not_building_the_nvidia_module_is_no_driver(line: str) -> None:
-    assert _code(line) == 10
-    assert "dkms-nvidia-module-not-built" in _ids(line)
+    assert diagnosed_code(line) == 10
+    assert "dkms-nvidia-module-not-built" in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -201,13 +192,16 @@ def test_dkms_not_building_the_nvidia_module_is_no_driver(line: str) -> None:
     ],
 )
 def test_dkms_for_other_modules_or_a_good_build_is_not_the_nvidia_module(line: str) -> None:
-    assert "dkms-nvidia-module-not-built" not in _ids(line)
-    assert _code(line) == 0
+    assert "dkms-nvidia-module-not-built" not in failure_ids(line)
+    assert diagnosed_code(line) == 0
 
 
 def test_dkms_under_wsl2_is_passthrough() -> None:
     assert (
-        _code(WSL, "Autoinstall on 5.15.153.1-microsoft-standard-WSL2 failed for module(s) nvidia(10).") == 12
+        diagnosed_code(
+            WSL, "Autoinstall on 5.15.153.1-microsoft-standard-WSL2 failed for module(s) nvidia(10)."
+        )
+        == 12
     )
 
 
@@ -222,8 +216,8 @@ def test_dkms_under_wsl2_is_passthrough() -> None:
     ],
 )
 def test_insmod_refusing_nvidia_ko_is_no_driver(line: str) -> None:
-    assert _code(line) == 10
-    assert "nvidia-module-load-refused" in _ids(line)
+    assert diagnosed_code(line) == 10
+    assert "nvidia-module-load-refused" in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -236,7 +230,7 @@ def test_insmod_refusing_nvidia_ko_is_no_driver(line: str) -> None:
     ],
 )
 def test_insmod_refusing_other_modules_is_not_the_nvidia_driver(line: str) -> None:
-    assert "nvidia-module-load-refused" not in _ids(line)
+    assert "nvidia-module-load-refused" not in failure_ids(line)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +246,7 @@ def test_insmod_refusing_other_modules_is_not_the_nvidia_driver(line: str) -> No
 def test_the_container_toolkit_s_settings_are_container_evidence(setting: str) -> None:
     assert "container" in _contexts(setting)
     # a container given compute but not video: the toolkit mounted libcuda but not the encode library
-    assert _code(setting, "[h264_nvenc @ 0x55688b625f40] Cannot load libnvidia-encode.so.1") == 11
+    assert diagnosed_code(setting, "[h264_nvenc @ 0x55688b625f40] Cannot load libnvidia-encode.so.1") == 11
 
 
 @pytest.mark.parametrize(
@@ -273,8 +267,8 @@ def test_cuda_s_own_variables_are_not_container_evidence(line: str) -> None:
     ],
 )
 def test_nvidia_installer_unable_to_load_its_module_is_no_driver(line: str) -> None:
-    assert _code(line) == 10
-    assert "nvidia-module-load-refused" in _ids(line)
+    assert diagnosed_code(line) == 10
+    assert "nvidia-module-load-refused" in failure_ids(line)
 
 
 def test_an_unsigned_module_that_loaded_with_a_taint_is_not_a_failure() -> None:
@@ -289,7 +283,7 @@ def test_an_unsigned_module_that_loaded_with_a_taint_is_not_a_failure() -> None:
             " UTC 2023",
         ]
     )
-    assert _code(log) == 0
+    assert diagnosed_code(log) == 0
 
 
 @pytest.mark.parametrize(
@@ -303,5 +297,5 @@ def test_an_unsigned_module_that_loaded_with_a_taint_is_not_a_failure() -> None:
     ],
 )
 def test_the_nvidia_module_finding_no_gpu_is_no_driver(line: str) -> None:
-    assert _code(line) == 10
-    assert "nvidia-module-initialised-no-gpu" in _ids(line)
+    assert diagnosed_code(line) == 10
+    assert "nvidia-module-initialised-no-gpu" in failure_ids(line)

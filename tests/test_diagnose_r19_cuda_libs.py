@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL
 from tfdist_validate.diagnose import diagnose
 
 NATIVE = [
@@ -115,7 +116,6 @@ def test_the_driver_dll_stays_the_driver() -> None:
     assert "tf-self-check-driver-dll-missing" in {f.signature.id for f in result.failures}
 
 
-WSL = "Linux DESKTOP-4F2K9QX 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
 DOCKER = "$ docker run --rm --gpus all -it myorg/render:latest python render.py"
 
 

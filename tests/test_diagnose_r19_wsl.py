@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import WSL_UNAME as WSL
 from tfdist_validate.diagnose import diagnose
 
-WSL = "Linux DESKTOP-4F2K9QX 5.15.153.1-microsoft-standard-WSL2 #1 SMP Fri Mar 29 23:14:13 UTC 2024 x86_64"
 HOST = "Linux gpu-node-07 5.15.0-105-generic #115-Ubuntu SMP Mon Apr 15 09:52:04 UTC 2024 x86_64 GNU/Linux"
 
 NVML_UNKNOWN = [
