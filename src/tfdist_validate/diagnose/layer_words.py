@@ -77,10 +77,10 @@ def layer_of(text: str, words: LayerWords, contexts: set[str]) -> tuple[Signatur
     text = _EMPHASIS.sub("", text)
     if any(p.search(text) for p in words.ignore):
         return None
+    lowered = text.lower()
     for layer in words.layers:
         if layer.requires_context and not contexts & set(layer.requires_context):
             continue
-        lowered = text.lower()
         match = next(filter(None, (p.search(text, lowered) for p in layer.patterns)), None)
         if match is not None:
             return layer, match

@@ -254,10 +254,6 @@ def _version(where: str, entry: Mapping[str, Any], key: str) -> tuple[int, int] 
 
 def parse_entry(index: int, entry: Any, listed_in: str = "signatures") -> Signature:
     """One signature-shaped entry, checked as the table's are (layer_words.py reads its entries with it)."""
-    return _signature(index, entry, listed_in)
-
-
-def _signature(index: int, entry: Any, listed_in: str = "signatures") -> Signature:
     sig_id, where = _identify("signature", f"{listed_in}[{index}]", entry, _SIGNATURE_KEYS)
     severity = entry.get("severity")
     if severity not in SEVERITIES:
@@ -353,7 +349,7 @@ def parse(data: Any) -> Table:
     if not all(isinstance(value, list) for value in raw.values()):
         raise SignatureError("signatures: 'signatures', 'contexts', 'versions' and 'facts' must be lists")
     raw_sigs, raw_evidence, raw_versions = raw["signatures"], raw["contexts"], raw["versions"]
-    signatures = tuple(_signature(i, e) for i, e in enumerate(raw_sigs))
+    signatures = tuple(parse_entry(i, e) for i, e in enumerate(raw_sigs))
     evidence = tuple(_evidence(i, e) for i, e in enumerate(raw_evidence))
     versions = tuple(_tf_version(i, e) for i, e in enumerate(raw_versions))
     facts = tuple(_fact(i, e) for i, e in enumerate(raw["facts"]))

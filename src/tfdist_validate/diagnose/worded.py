@@ -45,6 +45,17 @@ def split_tail(
     entries a line matches; `notice_in(text)`: whether a joined pair of lines is a warning or harmless notice;
     `new_record`: a timestamp or log prefix, which starts a record of its own."""
     unclaimed, worded, continuing = [], [], False
+    joined: dict[int, bool] = {}  # pair j (lines j and j + 1) -> a notice; each pair is judged once
+
+    def half_of_a_notice(i: int) -> bool:
+        for j in (i - 1, i):
+            if 0 <= j < len(lines) - 1:
+                if j not in joined:
+                    joined[j] = notice_in(lines[j].text + lines[j + 1].text)
+                if joined[j]:
+                    return True
+        return False
+
     for i, line in enumerate(lines):
         matched = entries_of(line.text)
         explained = any(explains(m) for m in matched)
@@ -55,8 +66,7 @@ def split_tail(
             unclaimed.append(line)
         # a line starting a log record of its own goes on no one's sentence
         continuing = continuing and not new_record.search(line.text)
-        pairs = [lines[j].text + lines[j + 1].text for j in (i - 1, i) if j >= 0 and j + 1 < len(lines)]
-        if not (explained or notice or continuing or any(notice_in(pair) for pair in pairs)):
+        if not (explained or notice or continuing or half_of_a_notice(i)):
             worded.append(line)
         # a notice's sentence goes on until a line ends one; any other explained line ends it
         continuing = (notice or (continuing and not explained)) and not SENTENCE_END.search(line.text)
