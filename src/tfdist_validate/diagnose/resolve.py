@@ -48,7 +48,9 @@ def resolve(
     if context == "windows" and older and tf_version is not None and tf_version < older:
         code = ExitCode.TF_NO_GPU
     both = context == "wsl2" and "container" in contexts and "container" in sig.by_context
-    alternatives = sig.alternatives if sig.by_context and (context is None or both) else ""
+    # an entry whose code no context changes always shows its other readings; one that has a code per context
+    # shows them only where the log gave no context to choose by (or a container on WSL2, where both apply)
+    alternatives = sig.alternatives if not sig.by_context or context is None or both else ""
     without_gpu = gpu_request.reading(sig, code, contexts)
     if without_gpu is not None:
         (code, alternatives), context = without_gpu, gpu_request.context_of(contexts)

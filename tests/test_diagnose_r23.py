@@ -1,0 +1,66 @@
+"""Round 23: WSL2's limit on pinned host memory, and the other readings of an entry whose code no context
+changes.
+
+Real lines copied from public threads are in tests/fixtures/logs/real_lines.yaml (wsl-pinned-memory-limit);
+the lines below are copied from the threads named beside them.
+"""
+
+from __future__ import annotations
+
+from conftest import WSL_UNAME as WSL
+from tfdist_validate.diagnose import diagnose
+
+# saharmor/dalle-playground#88 (Docker Desktop on WSL2; the thread's title and first sentence say so)
+TF_PINNED = (
+    "dalle-backend    | 2022-06-19 16:51:07.064468: E external/org_tensorflow/tensorflow/stream_executor/"
+    "cuda/cuda_driver.cc:802] failed to alloc 1073741824 bytes on host: "
+    "CUDA_ERROR_OUT_OF_MEMORY: out of memory\n"
+    "dalle-backend    | 2022-06-19 16:51:07.064509: W external/org_tensorflow/tensorflow/core/common_runtime/"
+    "device/device_host_allocator.h:46] could not allocate pinned host memory of size: 1073741824"
+)
+# openai/gpt-2#213: the same retries on native Windows, where "the model runs in the end"
+WINDOWS_PINNED = (
+    "2019-11-19 17:13:26.913409: W .\\tensorflow/core/common_runtime/gpu/gpu_host_allocator.h:44] could not "
+    "allocate pinned host memory of size: 4294967296"
+)
+# ggml-org/llama.cpp#1230 / #1233 (WSL2): ggml's warning, then the out-of-memory it ends in
+GGML_PINNED = (
+    "WARNING: failed to allocate 1024.00 MB of pinned memory: out of memory\n"
+    "CUDA error 2 at ggml-cuda.cu:359: out of memory"
+)
+
+
+def _ids(text: str) -> list[str]:
+    return [f.signature.id for f in diagnose(text).failures]
+
+
+def test_refused_pinned_memory_under_wsl2_is_the_passthrough_limit_before_the_out_of_memory() -> None:
+    result = diagnose(f"{WSL}\n{GGML_PINNED}")
+    assert int(result.code) == 12
+    assert result.failures[0].signature.id == "wsl-pinned-memory-limit"
+    assert "gpu-out-of-memory" in _ids(f"{WSL}\n{GGML_PINNED}")
+    assert int(diagnose(f"{WSL}\n{TF_PINNED}").code) == 12
+
+
+def test_refused_pinned_memory_on_a_host_that_is_not_wsl_is_not_read_as_wsl2() -> None:
+    assert "wsl-pinned-memory-limit" not in _ids(TF_PINNED)
+    assert int(diagnose(TF_PINNED).code) == 41
+    assert int(diagnose(GGML_PINNED).code) == 41
+    assert "wsl-pinned-memory-limit" not in _ids(WINDOWS_PINNED)
+
+
+def test_the_wsl2_reading_names_the_out_of_memory_alternative() -> None:
+    finding = diagnose(f"{WSL}\n{TF_PINNED}").failures[0]
+    assert "(41)" in finding.alternatives
+
+
+def test_an_entry_whose_code_no_context_changes_always_shows_its_other_readings() -> None:
+    # NGC's start-up banner (nvidia_entrypoint.sh), wrapped as ultralytics/yolov5#1232 quotes it: the entry's
+    # 'or:' says that programs under minor-version compatibility may still run
+    banner = (
+        "ERROR: This container was built for NVIDIA Driver Release 455.23 or later, but\n"
+        "version 450.66 was detected and compatibility mode is UNAVAILABLE."
+    )
+    finding = diagnose(banner).failures[0]
+    assert finding.signature.id == "ngc-image-needs-newer-driver"
+    assert "minor-version compatibility" in finding.alternatives
