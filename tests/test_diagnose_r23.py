@@ -64,3 +64,34 @@ def test_an_entry_whose_code_no_context_changes_always_shows_its_other_readings(
     finding = diagnose(banner).failures[0]
     assert finding.signature.id == "ngc-image-needs-newer-driver"
     assert "minor-version compatibility" in finding.alternatives
+
+
+# NVIDIA/nvidia-docker#1256 (caffe's check of cudaGetDeviceCount), NVIDIA/libnvidia-container#131 (804), and a
+# container's command line from tensorflow/build#59 (real_lines.yaml): real lines of different
+# threads put together, to show what the container changes
+MISMATCH_803 = (
+    "CUDA: Check failed: e == cudaSuccess (803 vs. 0) : system has unsupported display driver / cuda driver "
+    "combination"
+)
+COMPAT_804 = "cudaGetDeviceCount() call failed with error 804"
+IN_A_CONTAINER = (
+    '$ docker run --gpus=all --rm -it tensorflow/build:latest-python3.9 bash -c "ldconfig && nvidia-smi"'
+)
+
+
+def test_803_in_a_container_is_the_libcuda_the_image_carries() -> None:
+    finding = diagnose(f"{IN_A_CONTAINER}\n{MISMATCH_803}").failures[0]
+    assert (finding.signature.id, int(finding.code or 0)) == ("cuda-driver-mismatch-803", 11)
+    assert "upgrade the host driver" in finding.signature.fix
+
+
+def test_803_without_a_container_stays_a_driver_that_does_not_fit_and_names_the_container() -> None:
+    finding = diagnose(MISMATCH_803).failures[0]
+    assert int(finding.code or 0) == 13
+    assert "(11)" in finding.alternatives
+
+
+def test_804_stays_a_driver_too_old_for_the_image_even_in_a_container() -> None:
+    # forward compatibility refused on this GPU: only a host driver that supports the image's CUDA helps
+    finding = diagnose(f"{IN_A_CONTAINER}\n{COMPAT_804}").failures[0]
+    assert (finding.signature.id, int(finding.code or 0)) == ("cuda-forward-compat-unsupported-804", 13)
