@@ -7,8 +7,18 @@ the lines below are copied from the threads named beside them.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
 from conftest import WSL_UNAME as WSL
 from tfdist_validate.diagnose import diagnose
+
+EVAL: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).parent / "fixtures" / "diagnose_eval" / "excerpts.yaml").read_text(encoding="utf-8")
+)
 
 # saharmor/dalle-playground#88 (Docker Desktop on WSL2; the thread's title and first sentence say so)
 TF_PINNED = (
@@ -95,3 +105,28 @@ def test_804_stays_a_driver_too_old_for_the_image_even_in_a_container() -> None:
     # forward compatibility refused on this GPU: only a host driver that supports the image's CUDA helps
     finding = diagnose(f"{IN_A_CONTAINER}\n{COMPAT_804}").failures[0]
     assert (finding.signature.id, int(finding.code or 0)) == ("cuda-forward-compat-unsupported-804", 13)
+
+
+# the collective calls as a traceback or the user's code shows them: a frame of AI-Hypercomputer/xpk#965
+# (held15), and the strategy as TensorFlow's distributed-training guide creates it
+COLLECTIVE_CALLS = [
+    "      torch.distributed.broadcast(seed_tensor, src=0)",
+    "mirrored_strategy = tf.distribute.MirroredStrategy()",
+    "strategy = tf.distribute.MultiWorkerMirroredStrategy()",
+]
+
+
+@pytest.mark.parametrize("line", COLLECTIVE_CALLS)
+def test_a_collective_call_shows_gpus_being_joined_for_collectives(line: str) -> None:
+    assert "collective" in diagnose(line).evidence
+
+
+def test_no_space_left_where_a_collective_runs_is_shared_memory_but_not_elsewhere() -> None:
+    """xpk#965 (held15): the traceback stops at the broadcast and the user says that "No space left on
+    device" came from a missing shared memory mount; the same words in a log without collectives name a full
+    disk as much as /dev/shm, so the layer words leave them alone."""
+    excerpt = "collective-xpk-torchtitan-rdma-pod-without-dev-shm-mount-broadcast-no-space-left-on-device-965"
+    log = next(e["log"] for e in EVAL if e["id"] == excerpt)
+    result = diagnose(log)
+    assert (int(result.code), result.failures[0].signature.id) == (40, "words-shared-memory-for-collectives")
+    assert int(diagnose(log.replace("torch.distributed.broadcast", "torch.broadcast")).code) == 0
