@@ -268,6 +268,17 @@ def test_seventeenth_held_back_set_is_what_was_collected() -> None:
     assert held17["wsl2"] == 1 and "tf-no-cuda" not in held17
 
 
+def test_eighteenth_held_back_set_is_what_was_collected() -> None:
+    """held18: 153 excerpts from five collectors (130 look-ups each), apart from round 23's work and never run
+    through `diagnose` before it was scored; five compute-capability excerpts that broke the scope rule were
+    dropped before scoring. It leans to other programs' missing CUDA libraries: TensorFlow without CUDA has
+    none, WSL2 four."""
+    held18 = Counter(e["category"] for e in EVAL if e["half"] == "held18")
+    assert sum(held18.values()) == 153
+    assert held18["cuda-libs"] == 35 and held18["wsl2"] == 4 and held18["compute-capability"] == 5
+    assert "tf-no-cuda" not in held18
+
+
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
@@ -302,8 +313,11 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     held11 117/128). held16, collected apart in round 21, was scored once on round 19's code (57/78), once
     on the code its collection began from (62/78) and once on round 21's (64/78); round 21 then read it
     (69/78). held17, collected apart in round 22 by two collectors, was scored once on round 19's code (24/43)
-    and once on round 21's (26/43); round 22 then read it (33/43; held16 71/78). A change that loses a right
-    answer on any half fails here."""
+    and once on round 21's (26/43); round 22 then read it (33/43; held16 71/78). Round 23 (WSL2's
+    pinned-memory limit, 803 inside a container, collective calls as evidence) gained on held15 73/83 and
+    held17 35/43;
+    held18, collected apart in round 23 by five collectors, was scored once on the code its collection began
+    from and once on round 23's (100/153 both). A change that loses a right answer on any half fails here."""
     script = _script()
     floors = (
         ("read", 64),
@@ -324,6 +338,7 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
         ("held15", 73),
         ("held16", 71),
         ("held17", 35),
+        ("held18", 100),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
