@@ -492,7 +492,24 @@ HELD17 = [
 ]  # fmt: skip
 
 
-READ_AFTER_SCORING = HELD15 + HELD16 + HELD17
+# held18's logs, read after the set was scored (100/153 then, unseen and on round 23's code)
+HELD18 = [
+    ("cuda-libs-numba-libnvvm-so-not-found-cuda-home-set-as-colon-list-9216",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # NVVM, CUDA's compiler library, not found by numba
+    ("cuda-libs-jax-cuda12-0-6-1-unable-to-load-cusparse-ld-library-path-older-nvjitlink-28929",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # "the cuSPARSE library cannot be found", in the user's words
+    ("cuda-libs-cryojax-hpc-jax-plugin-cusparse-library-not-found-needs-ld-library-path-to-pip-nvidia-libs-559",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # JAX's plugin: "The cuSPARSE library was not found."
+    ("cuda-libs-simswap-onnxruntime-cuda-path-set-but-cuda-not-loaded-on-cuda-10-2-fixed-by-cuda-11-1-98",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # ONNX Runtime: "CUDA wasn't able to be loaded"
+    ("cuda-libs-alexeyab-darknet-build-ld-cannot-find-lcudnn-install-cudnn-4445",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # the linker: "cannot find -lcudnn"
+    ("cuda-libs-paddledetection-cannot-load-cudnn-shared-library-cudnn-dso-handle-null-7629",
+     "words-cuda-library", ExitCode.TF_NO_GPU),  # Paddle: "Cannot load cudnn shared library"
+]  # fmt: skip
+
+
+READ_AFTER_SCORING = HELD15 + HELD16 + HELD17 + HELD18
 
 
 @pytest.mark.parametrize(
