@@ -506,7 +506,31 @@ HELD18 = [
      "words-cuda-library", ExitCode.TF_NO_GPU),  # the linker: "cannot find -lcudnn"
     ("cuda-libs-paddledetection-cannot-load-cudnn-shared-library-cudnn-dso-handle-null-7629",
      "words-cuda-library", ExitCode.TF_NO_GPU),  # Paddle: "Cannot load cudnn shared library"
+    ("wsl2-instant-ngp-colmap2nerf-siftgpu-shader-not-supported-opengl-in-wsl2-run-colmap-on-windows-224",
+     "words-gpu-failure-under-wsl2", ExitCode.WSL2_PASSTHROUGH),  # SiftGPU's shaders under WSL2
+    ("wsl2-comfyui-3d-pack-nvdiffrast-eglinitialize-failed-no-opengl-cuda-interop-in-wsl2-449",
+     "words-gpu-failure-under-wsl2", ExitCode.WSL2_PASSTHROUGH),  # nvdiffrast's "eglInitialize() failed"
+    ("driver-too-old-ffmpeg-newest-nv-codec-headers-h264-cuvid-cannot-load-cuvidgetdecodestatus-driver-390-1",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # a codec function the driver's library lacks
+    ("driver-too-old-isaac-automator-aws-g5-isaac-sim-5-0-driver-535-below-omniverse-rtx-minimum-40",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # Omniverse: the installed driver is unsupported
+    ("driver-too-old-isaaclab-gpu-foundation-driver-535-18-below-535-129-rtx-driver-verification-failed-4244",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # the same check, its reason on lines of their own
+    ("driver-too-old-nicehash-quickminer-invalid-nvidia-driver-version-minimum-458-windows-device-manager-211",
+     "words-driver-too-old", ExitCode.DRIVER_TOO_OLD),  # "Invalid NVIDIA driver version. Minimum is 458.00"
+    ("compute-capability-huro-stage8-jaxlib-0-4-30-blackwell-cc-12-ptxas-sm-90a-cannot-compile-future-arch-3",
+     "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # ptxas: "cannot be compiled to future arch..."
+    ("compute-capability-stories-jax-0-4-26-pin-rtx-5070-ti-blackwell-ptxas-sm-90a-cannot-compile-future-arch-5",
+     "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # the same, from another pinned jaxlib
 ]  # fmt: skip
+
+
+def test_a_codec_function_the_driver_lacks_is_not_a_codec_library_that_is_missing() -> None:
+    """FFmpeg prints "Cannot load %s" for a library file and for a function in it: only a function (camel
+    case after cuvid / nvEnc) says the driver is older than the headers."""
+    assert _read("[h264_cuvid @ 0x2993740] Cannot load cuvidGetDecodeStatus") is not None
+    read = _read("[h264_nvenc @ 0x55688b625f40] Cannot load nvEncodeAPI64.dll")
+    assert read is None or read.code != ExitCode.DRIVER_TOO_OLD
 
 
 READ_AFTER_SCORING = HELD15 + HELD16 + HELD17 + HELD18
