@@ -130,3 +130,31 @@ def test_no_space_left_where_a_collective_runs_is_shared_memory_but_not_elsewher
     result = diagnose(log)
     assert (int(result.code), result.failures[0].signature.id) == (40, "words-shared-memory-for-collectives")
     assert int(diagnose(log.replace("torch.distributed.broadcast", "torch.broadcast")).code) == 0
+
+
+def _excerpt_line(excerpt_id: str, words: str) -> str:
+    log = next(e["log"] for e in EVAL if e["id"] == excerpt_id)
+    return next(line for line in log.splitlines() if words in line)
+
+
+def test_a_singularity_image_and_a_pyxis_job_show_a_container() -> None:
+    """held18, read after it was scored: DeepVariant run from a Singularity image (google/deepvariant#619)
+    and a Slurm job started in an enroot container by pyxis (NVIDIA/pyxis#103)."""
+    singularity = _excerpt_line(
+        "container-deepvariant-gpu-singularity-cuinit-cuda-error-unknown-nvidia-uvm-not-loaded-nvidia-modprobe-619",
+        "singularity image",
+    )
+    pyxis = _excerpt_line(
+        "container-pyxis-slurm-cuda-container-optix-library-not-found-driver-capabilities-graphics-103",
+        "--container-name",
+    )
+    for line in (singularity, pyxis):
+        assert "container" in diagnose(line).evidence, line
+    # srun without a container flag starts the job on the host
+    assert "container" not in diagnose("srun -p gpu --gpus=1 --pty zsh").evidence
+
+
+def test_optix_library_not_found_in_a_pyxis_container_is_the_container() -> None:
+    excerpt = "container-pyxis-slurm-cuda-container-optix-library-not-found-driver-capabilities-graphics-103"
+    result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
+    assert (int(result.code), result.failures[0].signature.id) == (11, "optix-library-missing")
