@@ -522,6 +522,8 @@ HELD18 = [
      "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # ptxas: "cannot be compiled to future arch..."
     ("compute-capability-stories-jax-0-4-26-pin-rtx-5070-ti-blackwell-ptxas-sm-90a-cannot-compile-future-arch-5",
      "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # the same, from another pinned jaxlib
+    ("other-r-keras-dataset-imdb-installation-of-tensorflow-not-found-reticulate-dev-fixed-349",
+     "words-tf-import", ExitCode.TF_IMPORT_FAILED),  # R: "Error: Installation of TensorFlow not found."
 ]  # fmt: skip
 
 

@@ -158,3 +158,12 @@ def test_optix_library_not_found_in_a_pyxis_container_is_the_container() -> None
     excerpt = "container-pyxis-slurm-cuda-container-optix-library-not-found-driver-capabilities-graphics-103"
     result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
     assert (int(result.code), result.failures[0].signature.id) == (11, "optix-library-missing")
+
+
+def test_a_typed_quote_around_the_type_initializer_hides_nothing() -> None:
+    """SciSharp/TensorFlow.NET#255 (held18) typed the .NET message with a double quote closing it."""
+    excerpt = (
+        "other-tensorflow-net-helloworld-type-initializer-dllnotfoundexception-ml-tensorflow-redist-fixed-255"
+    )
+    result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
+    assert (int(result.code), result.failures[0].signature.id) == (20, "tf-native-library-not-found")
