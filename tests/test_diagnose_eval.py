@@ -279,6 +279,14 @@ def test_eighteenth_held_back_set_is_what_was_collected() -> None:
     assert "tf-no-cuda" not in held18
 
 
+def test_nineteenth_held_back_set_is_what_was_collected() -> None:
+    """held19: 68 excerpts from four collectors (85 look-ups each, at most 10 of a category each), collected
+    after round 23 had read held18 and never run through `diagnose` before it was scored."""
+    held19 = Counter(e["category"] for e in EVAL if e["half"] == "held19")
+    assert sum(held19.values()) == 68
+    assert max(held19.values()) == 10 and held19["wsl2"] == 1 and "tf-no-cuda" not in held19
+
+
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
@@ -317,7 +325,9 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     pinned-memory limit, 803 inside a container, collective calls as evidence) gained on held15 73/83 and
     held17 35/43;
     held18, collected apart in round 23 by five collectors, was scored once on the code its collection began
-    from and once on round 23's (100/153 both). A change that loses a right answer on any half fails here."""
+    from and once on round 23's (100/153 both); round 23 then read it (123/153). held19, collected apart after
+    that reading, scored 54/68 on round 22's code and on round 23's alike. A change that loses a right answer
+    on any half fails here."""
     script = _script()
     floors = (
         ("read", 64),
@@ -338,7 +348,8 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
         ("held15", 73),
         ("held16", 71),
         ("held17", 35),
-        ("held18", 100),
+        ("held18", 123),
+        ("held19", 54),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
