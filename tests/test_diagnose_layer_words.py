@@ -535,7 +535,14 @@ def test_a_codec_function_the_driver_lacks_is_not_a_codec_library_that_is_missin
     assert read is None or read.code != ExitCode.DRIVER_TOO_OLD
 
 
-READ_AFTER_SCORING = HELD15 + HELD16 + HELD17 + HELD18
+# held19's logs, read after the set was scored (54/68 then, on round 22's code and round 23's alike)
+HELD19 = [
+    ("compute-capability-xmr-stak-gt-705-fermi-miner-not-compiled-for-gpu-architecture-21-258",
+     "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # "miner not compiled for the gpu architecture"
+]  # fmt: skip
+
+
+READ_AFTER_SCORING = HELD15 + HELD16 + HELD17 + HELD18 + HELD19
 
 
 @pytest.mark.parametrize(

@@ -167,3 +167,23 @@ def test_a_typed_quote_around_the_type_initializer_hides_nothing() -> None:
     )
     result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
     assert (int(result.code), result.failures[0].signature.id) == (20, "tf-native-library-not-found")
+
+
+def test_an_empty_cublas_placeholder_on_jetson_is_the_image_too() -> None:
+    """dusty-nv/jetson-inference#1290 (held18): the linker's message with two spaces and no colon, for a
+    library the runtime mounts from the host on Jetson."""
+    line = _excerpt_line(
+        "container-jetson-inference-docker-build-empty-libcublas-stub-nvidia-runtime-not-default-during-build-1290",
+        "file not recognized",
+    )
+    finding = diagnose(line).failures[0]
+    assert (finding.signature.id, int(finding.code or 0)) == ("container-driver-library-placeholder", 11)
+
+
+def test_an_insufficient_driver_names_no_driver_and_a_container_as_its_other_readings() -> None:
+    """held19's three machines without an NVIDIA GPU (BVLC/caffe#2832 on a Mac, Meshroom#624 on Windows 7,
+    fake-gpu-operator#125) print what a too old driver prints: the reading stays 13 and names 10 and 11."""
+    line = _excerpt_line("no-driver-caffe-macos-runtest-error-35-machine-has-amd-gpu-only-2832", "(35 vs. 0)")
+    finding = diagnose(line).failures[0]
+    assert int(finding.code or 0) == 13
+    assert "(10)" in finding.alternatives and "(11)" in finding.alternatives
