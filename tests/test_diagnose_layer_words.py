@@ -524,7 +524,17 @@ HELD18 = [
      "words-compute-capability", ExitCode.UNSUPPORTED_GPU),  # the same, from another pinned jaxlib
     ("other-r-keras-dataset-imdb-installation-of-tensorflow-not-found-reticulate-dev-fixed-349",
      "words-tf-import", ExitCode.TF_IMPORT_FAILED),  # R: "Error: Installation of TensorFlow not found."
+    ("oom-basveeling-wavenet-12gb-gpu-default-settings-oom-first-epoch-smaller-batch-and-dilation-depth-7",
+     "words-out-of-memory", ExitCode.TRAINING_FAILED),  # "produces an OOM on the first epoch"
+    ("oom-spleetergui-5-stems-22-minute-flac-tensorflow-oom-no-output-shorter-max-length-works-214",
+     "words-out-of-memory", ExitCode.TRAINING_FAILED),  # "Sometime it shows tensor flow OOM"
 ]  # fmt: skip
+
+
+def test_oom_counts_only_as_a_word_of_its_own() -> None:
+    assert _read("it produces an OOM on the first epoch") is not None
+    assert _read("the zoom level of the viewer is wrong") is None
+    assert _read("oom_score_adj of the worker is 0") is None
 
 
 def test_a_codec_function_the_driver_lacks_is_not_a_codec_library_that_is_missing() -> None:
