@@ -243,10 +243,6 @@ class Matcher:
         matched = self._match(text[:MAX_MATCH_CHARS], 0)[0]
         return [(m, at, groups) for m, at, groups, _ in matched if isinstance(m, Signature) and not m.then]
 
-    def _known(self, text: str) -> bool:
-        """Whether any table entry (a failure, harmless notice, context or fact) matches a cleaned line."""
-        return bool(self._match(text[:MAX_MATCH_CHARS], 0)[0])
-
     def _feed_then(self, number: int, text: str, probe: str, lowered: str) -> None:
         still = []
         for pending in self._pending:
@@ -343,10 +339,7 @@ class Matcher:
                 lambda text: any(not sig.is_failure for sig, *_ in self._signatures_in(text)),
                 _STAMP,
             )
-            unknown = [
-                Line(n, _shown(text, at))
-                for n, text, at in unrecognised.failure_looking(unclaimed, lambda _text: False)
-            ]
+            unknown = [Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(unclaimed)]
             # nothing known failed: the last reading, which layer the unclaimed lines' words name
             inferred = layer_words.read(worded, set(self.evidence), self.tf_version)
             if inferred is not None:

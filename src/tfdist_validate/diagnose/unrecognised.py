@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from tfdist_validate.diagnose.findings import Line
 
@@ -69,12 +69,13 @@ class BlockTail:
         return [Line(first + i, text) for i, text in enumerate(texts)][-TAIL_LINES:]
 
 
-def failure_looking(tail: Iterable[Line], known: Callable[[str], bool]) -> list[tuple[int, str, int]]:
-    """(number, text, where its failure word is) for the last SHOWN lines of `tail` that read like a failure
-    and that `known` (some table entry matches them: a harmless notice, a context, a fact) does not claim."""
+def failure_looking(unclaimed: Iterable[Line]) -> list[tuple[int, str, int]]:
+    """(number, text, where its failure word is) for the last SHOWN lines of `unclaimed` that read like a
+    failure. The caller passes only lines no table entry (a harmless notice, a context, a fact) matches:
+    worded.split_tail has already set the claimed ones apart."""
     found = []
-    for line in tail:
+    for line in unclaimed:
         word = _FAILURE.search(line.text)
-        if word is not None and not known(line.text):
+        if word is not None:
             found.append((line.number, line.text, word.start()))
     return found[-SHOWN:]
