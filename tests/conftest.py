@@ -8,7 +8,9 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +44,26 @@ def failure_ids(*lines: str) -> set[str]:
     from tfdist_validate.diagnose import diagnose
 
     return {f.signature.id for f in diagnose("\n".join(lines)).failures}
+
+
+@lru_cache(maxsize=1)
+def excerpts_by_id() -> dict[str, dict[str, Any]]:
+    """The real log excerpts of tests/fixtures/diagnose_eval/excerpts.yaml by id (each names its thread)."""
+    import yaml
+
+    text = (FIXTURES / "diagnose_eval" / "excerpts.yaml").read_text(encoding="utf-8")
+    return {e["id"]: e for e in yaml.safe_load(text)}
+
+
+def excerpt_log(excerpt_id: str) -> str:
+    return str(excerpts_by_id()[excerpt_id]["log"])
+
+
+def excerpt_line(excerpt_id: str, words: str) -> str:
+    """The excerpt's one line that holds `words` (so a test names the line it means, not its position)."""
+    found = [line for line in excerpt_log(excerpt_id).splitlines() if words in line]
+    assert len(found) == 1, (excerpt_id, words, found)
+    return found[0]
 
 
 def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -2,41 +2,22 @@
 
 Every line here is a real one, taken by id from the excerpts of tests/fixtures/diagnose_eval/excerpts.yaml,
 whose entries record the public thread each was copied from. All of them come from sets that were already
-scored (held13, held14 and earlier): the layer words were written after reading them.
+scored: the layer words for each set were written after it was scored.
 """
 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
+from conftest import excerpt_line as _line, excerpt_log as _log, excerpts_by_id
 from tfdist_validate.diagnose import diagnose, layer_words
 from tfdist_validate.diagnose.findings import Finding, Line
 from tfdist_validate.diagnose.signatures import SignatureError
 from tfdist_validate.exitcodes import ExitCode
-
-EXCERPTS = Path(__file__).parent / "fixtures" / "diagnose_eval" / "excerpts.yaml"
-
-
-@lru_cache(maxsize=1)
-def _excerpts() -> dict[str, dict[str, Any]]:
-    return {e["id"]: e for e in yaml.safe_load(EXCERPTS.read_text(encoding="utf-8"))}
-
-
-def _log(excerpt_id: str) -> str:
-    return str(_excerpts()[excerpt_id]["log"])
-
-
-def _line(excerpt_id: str, words: str) -> str:
-    """The excerpt's one line that holds `words` (so a test names the line it means, not its position)."""
-    found = [line for line in _log(excerpt_id).splitlines() if words in line]
-    assert len(found) == 1, (excerpt_id, words, found)
-    return found[0]
 
 
 def _read(text: str, contexts: frozenset[str] = frozenset()) -> Finding | None:
@@ -471,7 +452,7 @@ def test_an_info_line_about_cuda_ipc_names_nothing() -> None:
     """torch-ipc's "CUDA IPC not possible between GPU2 and GPU3" is printed on healthy AWS hosts too (held16
     has it in a harmless excerpt and in a collective one): read alone it names no failure."""
     harmless = "harmless-torch-distlearn-aws-virtual-gpus-cuda-ipc-not-possible-between-gpus-8"
-    excerpt = next(e for e in _excerpts() if e.startswith(harmless[:60]))
+    excerpt = next(e for e in excerpts_by_id() if e.startswith(harmless[:60]))
     assert diagnose(_log(excerpt)).code == ExitCode.OK
 
 

@@ -7,18 +7,10 @@ the lines below are copied from the threads named beside them.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
-import yaml
 
-from conftest import WSL_UNAME as WSL
+from conftest import WSL_UNAME as WSL, excerpt_line, excerpt_log
 from tfdist_validate.diagnose import diagnose
-
-EVAL: list[dict[str, Any]] = yaml.safe_load(
-    (Path(__file__).parent / "fixtures" / "diagnose_eval" / "excerpts.yaml").read_text(encoding="utf-8")
-)
 
 # saharmor/dalle-playground#88 (Docker Desktop on WSL2; the thread's title and first sentence say so)
 TF_PINNED = (
@@ -126,25 +118,20 @@ def test_no_space_left_where_a_collective_runs_is_shared_memory_but_not_elsewher
     device" came from a missing shared memory mount; the same words in a log without collectives name a full
     disk as much as /dev/shm, so the layer words leave them alone."""
     excerpt = "collective-xpk-torchtitan-rdma-pod-without-dev-shm-mount-broadcast-no-space-left-on-device-965"
-    log = next(e["log"] for e in EVAL if e["id"] == excerpt)
+    log = excerpt_log(excerpt)
     result = diagnose(log)
     assert (int(result.code), result.failures[0].signature.id) == (40, "words-shared-memory-for-collectives")
     assert int(diagnose(log.replace("torch.distributed.broadcast", "torch.broadcast")).code) == 0
 
 
-def _excerpt_line(excerpt_id: str, words: str) -> str:
-    log = next(e["log"] for e in EVAL if e["id"] == excerpt_id)
-    return next(line for line in log.splitlines() if words in line)
-
-
 def test_a_singularity_image_and_a_pyxis_job_show_a_container() -> None:
     """held18, read after it was scored: DeepVariant run from a Singularity image (google/deepvariant#619)
     and a Slurm job started in an enroot container by pyxis (NVIDIA/pyxis#103)."""
-    singularity = _excerpt_line(
+    singularity = excerpt_line(
         "container-deepvariant-gpu-singularity-cuinit-cuda-error-unknown-nvidia-uvm-not-loaded-nvidia-modprobe-619",
         "singularity image",
     )
-    pyxis = _excerpt_line(
+    pyxis = excerpt_line(
         "container-pyxis-slurm-cuda-container-optix-library-not-found-driver-capabilities-graphics-103",
         "--container-name",
     )
@@ -156,7 +143,7 @@ def test_a_singularity_image_and_a_pyxis_job_show_a_container() -> None:
 
 def test_optix_library_not_found_in_a_pyxis_container_is_the_container() -> None:
     excerpt = "container-pyxis-slurm-cuda-container-optix-library-not-found-driver-capabilities-graphics-103"
-    result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
+    result = diagnose(excerpt_log(excerpt))
     assert (int(result.code), result.failures[0].signature.id) == (11, "optix-library-missing")
 
 
@@ -165,14 +152,14 @@ def test_a_typed_quote_around_the_type_initializer_hides_nothing() -> None:
     excerpt = (
         "other-tensorflow-net-helloworld-type-initializer-dllnotfoundexception-ml-tensorflow-redist-fixed-255"
     )
-    result = diagnose(next(e["log"] for e in EVAL if e["id"] == excerpt))
+    result = diagnose(excerpt_log(excerpt))
     assert (int(result.code), result.failures[0].signature.id) == (20, "tf-native-library-not-found")
 
 
 def test_an_empty_cublas_placeholder_on_jetson_is_the_image_too() -> None:
     """dusty-nv/jetson-inference#1290 (held18): the linker's message with two spaces and no colon, for a
     library the runtime mounts from the host on Jetson."""
-    line = _excerpt_line(
+    line = excerpt_line(
         "container-jetson-inference-docker-build-empty-libcublas-stub-nvidia-runtime-not-default-during-build-1290",
         "file not recognized",
     )
@@ -183,7 +170,7 @@ def test_an_empty_cublas_placeholder_on_jetson_is_the_image_too() -> None:
 def test_an_insufficient_driver_names_no_driver_and_a_container_as_its_other_readings() -> None:
     """held19's three machines without an NVIDIA GPU (BVLC/caffe#2832 on a Mac, Meshroom#624 on Windows 7,
     fake-gpu-operator#125) print what a too old driver prints: the reading stays 13 and names 10 and 11."""
-    line = _excerpt_line("no-driver-caffe-macos-runtest-error-35-machine-has-amd-gpu-only-2832", "(35 vs. 0)")
+    line = excerpt_line("no-driver-caffe-macos-runtest-error-35-machine-has-amd-gpu-only-2832", "(35 vs. 0)")
     finding = diagnose(line).failures[0]
     assert int(finding.code or 0) == 13
     assert "(10)" in finding.alternatives and "(11)" in finding.alternatives
