@@ -249,7 +249,8 @@ def test_the_shipped_layer_words_load() -> None:
 
 
 def test_every_data_file_of_the_package_is_shipped() -> None:
-    """A YAML file the package reads but the wheel leaves out works from a checkout and fails in the image."""
+    """A YAML or JSON file the package reads but the wheel leaves out works from a checkout and fails in the
+    image."""
     import tomllib
 
     root = Path(__file__).parent.parent
@@ -259,7 +260,7 @@ def test_every_data_file_of_the_package_is_shipped() -> None:
         ]
     )
     package = root / "src" / "tfdist_validate"
-    data = {str(p.relative_to(package)) for p in package.rglob("*.yaml")}
+    data = {str(p.relative_to(package)) for pattern in ("*.yaml", "*.json") for p in package.rglob(pattern)}
     assert data and data <= shipped
 
 

@@ -121,7 +121,11 @@ def test_no_space_left_where_a_collective_runs_is_shared_memory_but_not_elsewher
     log = excerpt_log(excerpt)
     result = diagnose(log)
     assert (int(result.code), result.failures[0].signature.id) == (40, "words-shared-memory-for-collectives")
-    assert int(diagnose(log.replace("torch.distributed.broadcast", "torch.broadcast")).code) == 0
+    elsewhere = diagnose(log.replace("torch.distributed.broadcast", "torch.broadcast"))
+    # the layer words leave it alone; the resemblance model learnt from this thread: its lead is marked
+    assert all(
+        f.signature.id != "words-shared-memory-for-collectives" and f.inferred for f in elsewhere.failures
+    )
 
 
 def test_a_singularity_image_and_a_pyxis_job_show_a_container() -> None:

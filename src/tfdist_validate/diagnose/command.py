@@ -7,6 +7,7 @@ import textwrap
 from typing import BinaryIO, TextIO
 
 from tfdist_validate import TOOL_NAME, __version__
+from tfdist_validate.diagnose import resemblance
 from tfdist_validate.diagnose.engine import DRY_RUN_CONTEXT, Matcher
 from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
@@ -100,7 +101,13 @@ def render(result: Diagnosis, name: str) -> str:
         lines += [f"  line {line.number}: {line.text}" for line in result.unrecognised]
     lines.append("")
     code = result.code
-    if result.failures and result.failures[0].inferred:
+    if result.failures and resemblance.is_resemblance(result.failures[0]):
+        lines.append(
+            f"verdict: {int(code)} {code.name}: inferred by resemblance (no known signature matched and no"
+            " line named a layer; the log's words are most like real threads with this cause): a lead, not a"
+            " finding: check the 'or:' readings above before acting on it"
+        )
+    elif result.failures and result.failures[0].inferred:
         lines.append(
             f"verdict: {int(code)} {code.name}: inferred from the words of the log's failure line (no known"
             " signature matched): check the 'or:' readings above before acting on it"

@@ -21,6 +21,7 @@ from tfdist_validate.diagnose import (
     layer_words,
     prose,
     reasoners,
+    resemblance,
     resolve,
     unrecognised,
     worded as worded_lines,
@@ -330,10 +331,10 @@ class Matcher:
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
         unknown = []
         if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
-            tail = (Line(line.number, clean(line.text)) for line in self._tail.lines())
+            tail = [Line(line.number, clean(line.text)) for line in self._tail.lines()]
             noted = {line.number for f in findings if not f.is_failure for line in f.lines}
             unclaimed, worded = worded_lines.split_tail(
-                list(tail),
+                tail,
                 noted,
                 lambda text: [m for m, *_ in self._match(text[:MAX_MATCH_CHARS], 0)[0]],
                 lambda text: any(not sig.is_failure for sig, *_ in self._signatures_in(text)),
@@ -342,6 +343,9 @@ class Matcher:
             unknown = [Line(n, _shown(text, at)) for n, text, at in unrecognised.failure_looking(unclaimed)]
             # nothing known failed: the last reading, which layer the unclaimed lines' words name
             inferred = layer_words.read(worded, set(self.evidence), self.tf_version)
+            if inferred is None:
+                # no words name a layer either, yet lines read like a failure: what the log is most like
+                inferred = resemblance.read(tail, unknown)
             if inferred is not None:
                 findings.insert(0, inferred)
         return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
