@@ -55,6 +55,19 @@ def excerpts_by_id() -> dict[str, dict[str, Any]]:
     return {e["id"]: e for e in yaml.safe_load(text)}
 
 
+def script_module(relative: str) -> Any:
+    """A script of the repository that is not a package module (benchmarks/diagnose_eval.py,
+    scripts/train_resemblance.py), loaded by its path."""
+    import importlib.util
+
+    path = REPO / relative
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def excerpt_log(excerpt_id: str) -> str:
     return str(excerpts_by_id()[excerpt_id]["log"])
 

@@ -3,7 +3,6 @@ the cause a log's words are most like, only when nothing else read a failure and
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import REPO, excerpt_log, excerpts_by_id
+from conftest import REPO, excerpt_log, excerpts_by_id, script_module
 from tfdist_validate.diagnose import diagnose, resemblance
 from tfdist_validate.diagnose.findings import Line
 from tfdist_validate.exitcodes import ExitCode
@@ -19,22 +18,14 @@ from tfdist_validate.exitcodes import ExitCode
 MODEL_FILE = REPO / "src" / "tfdist_validate" / "diagnose" / "resemblance.json"
 
 
-def _module(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _trainer() -> Any:
-    return _module(REPO / "scripts" / "train_resemblance.py", "train_resemblance")
+    return script_module("scripts/train_resemblance.py")
 
 
 def test_the_model_never_learnt_from_a_half_not_yet_scored() -> None:
     """A held-back set the model had learnt from would measure nothing: the model learns from every half but
     the ones the scorer keeps for a later round's unseen figure."""
-    scorer = _module(REPO / "benchmarks" / "diagnose_eval.py", "diagnose_eval")
+    scorer = script_module("benchmarks/diagnose_eval.py")
     trained = json.loads(MODEL_FILE.read_text())["trained_on"]
     halves = {e["half"] for e in excerpts_by_id().values()}
     assert set(trained["halves"]) == halves - set(scorer.NOT_YET_SCORED)
@@ -150,3 +141,19 @@ def test_the_human_verdict_and_the_json_say_it_is_a_lead(
 def test_a_malformed_model_is_refused(data: Any) -> None:
     with pytest.raises(ValueError, match="resemblance model"):
         resemblance.parse(data)
+
+
+def test_a_log_that_names_nothing_of_the_gpu_stack_is_another_programs_failure() -> None:
+    """The glibc a node binary needs (tests/test_diagnose_r17_import_sharing_health.py keeps the real line) is
+    read like TensorFlow's own glibc refusals by its words alone; only a log naming the stack gets a lead."""
+    model = resemblance.Model(
+        classes=(0, 20), intercept=(0.0, 0.0), words={"glibc_2": (1.0, -5.0, 5.0)}, excerpts=1
+    )
+    node = Line(1, "/lib64/libc.so.6: version `GLIBC_2.28' not found (required by node)")
+    assert resemblance.weigh(node.text, model).likelihoods[0][0] == 20
+    assert resemblance.read([node], [node], model) is None
+    ours = Line(
+        1, node.text.replace("node", "/site-packages/tensorflow/python/_pywrap_tensorflow_internal.so")
+    )
+    finding = resemblance.read([ours], [ours], model)
+    assert finding is not None and finding.code == ExitCode.TF_IMPORT_FAILED

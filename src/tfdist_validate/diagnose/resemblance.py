@@ -39,8 +39,13 @@ ALTERNATIVES = 2  # next likeliest codes named as the other readings
 # likeliest code whatever its probability turned 34 misses right but named a wrong cause for 34 others and one
 # harmless log in each fold; from 0.55 on it named no harmless log and no wrong cause in the later fold (+9
 # right, 2 wrong in all). Single failure lines of other programs ("No module named 'tensorflow.contrib'",
-# glibc too old for node, "OSError: [Errno 22]") get at most 0.52: such a line stays unrecognised (exit 0).
+# "OSError: [Errno 22]", "CUDA error at line 100 of kernel.cu") get less: such a line stays unrecognised.
 MIN_LIKELIHOOD = 0.55
+# The stack this tool diagnoses, named anywhere in the tail: a log that names none of it (a node binary's
+# glibc refusal) is another program's failure, whatever its words are like. It changed no answer on the folds.
+STACK_WORDS = re.compile(
+    r"tensorflow|keras|cuda|cudnn|cublas|nvidia|gpu|nccl|driver|nvml|docker|container|wsl|xla|ptx", re.I
+)
 MIN_ALTERNATIVE = 0.05  # a code the model gives less than this is not worth naming
 
 _MEANING = {info.code: info.meaning for info in TABLE}
@@ -178,6 +183,8 @@ def read(tail: Sequence[Line], failing: Sequence[Line], model: Model | None = No
         return None
     model = model or load()
     text = "\n".join(line.text for line in tail)[-MAX_TEXT:]
+    if not STACK_WORDS.search(text):
+        return None
     reading = weigh(text, model)
     code, likelihood = reading.likelihoods[0]
     if code == ExitCode.OK or likelihood < MIN_LIKELIHOOD:
