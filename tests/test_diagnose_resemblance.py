@@ -67,13 +67,13 @@ def test_weighing_is_tfidf_with_sublinear_counts_then_a_softmax() -> None:
 
 def test_no_failure_looking_line_means_no_reading() -> None:
     tail = [Line(1, "2024-01-01 I tensorflow/core: Created device /GPU:0 with 80 GB memory")]
-    assert resemblance.read(tail, []) is None
+    assert resemblance.read(tail, []) == (None, [])
 
 
 def test_a_tail_most_like_a_healthy_run_names_nothing() -> None:
     model = resemblance.Model(classes=(0, 41), intercept=(2.0, 0.0), words={}, excerpts=1)
     line = Line(1, "could not do something")
-    assert resemblance.read([line], [line], model) is None
+    assert resemblance.read([line], [line], model) == (None, [])
 
 
 # Real excerpts in which neither the table nor the layer words read a failure, yet a line looks like one: the
@@ -151,9 +151,43 @@ def test_a_log_that_names_nothing_of_the_gpu_stack_is_another_programs_failure()
     )
     node = Line(1, "/lib64/libc.so.6: version `GLIBC_2.28' not found (required by node)")
     assert resemblance.weigh(node.text, model).likelihoods[0][0] == 20
-    assert resemblance.read([node], [node], model) is None
+    assert resemblance.read([node], [node], model) == (None, [])
     ours = Line(
         1, node.text.replace("node", "/site-packages/tensorflow/python/_pywrap_tensorflow_internal.so")
     )
-    finding = resemblance.read([ours], [ours], model)
+    finding, _ = resemblance.read([ours], [ours], model)
     assert finding is not None and finding.code == ExitCode.TF_IMPORT_FAILED
+
+
+# A made-up model unsure of a failure's code: its likeliest reading is 41 at about 0.5, then 13
+UNSURE = resemblance.Model(
+    classes=(0, 13, 41), intercept=(0.0, 0.0, 0.0), words={"valueerror": (1.0, -1.0, 0.0, 0.3)}, excerpts=1
+)
+
+
+def test_an_unsure_reading_names_no_cause_but_leaves_a_weak_lead() -> None:
+    line = Line(7, "ValueError: in user code: tensorflow ...")
+    finding, leads = resemblance.read([line], [line], UNSURE)
+    assert finding is None and [code for code, _ in leads] == [41, 13]
+    assert 0.15 < leads[0][1] < resemblance.MIN_LIKELIHOOD
+    healthy = resemblance.Model(classes=(0, 41), intercept=(3.0, 0.0), words={}, excerpts=1)
+    assert resemblance.read([line], [line], healthy) == (None, [])  # most like a healthy run: no lead
+
+
+def test_the_weak_lead_is_printed_under_the_unrecognised_lines_and_the_code_stays_0(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tfdist_validate.cli import main
+
+    monkeypatch.setattr(resemblance, "load", lambda: UNSURE)
+    log = REPO / "tests" / "fixtures" / "logs" / "keras-shape-mismatch-not-a-gpu-failure_tf-52245.log"
+    assert main(["diagnose", str(log)]) == 0
+    out = capsys.readouterr().out
+    assert "  their words are most like real threads settled as 41 TRAINING_FAILED (" in out
+    assert main(["diagnose", "--json", str(log)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["failures"] == [] and document["unrecognised"]
+    assert [lead["name"] for lead in document["unrecognised_resembles"]] == [
+        "TRAINING_FAILED",
+        "DRIVER_TOO_OLD",
+    ]

@@ -13,6 +13,7 @@ from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
 from tfdist_validate.diagnose.resolve import OUT_OF_MEMORY
 from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
+from tfdist_validate.exitcodes import ExitCode
 
 _WIDTH = 100
 # what each context is called in the report; the CPU dry run is the engine's own marker, not a table context
@@ -72,7 +73,8 @@ def _finding(finding: Finding) -> list[str]:
     out += _wrap("fix:", sig.fix)
     for link in sig.links:
         out.append(f"  see:    {link}")
-    out.append(f"  learnt from: {', '.join(sig.sources[:2])}")
+    if sig.sources:  # a resemblance was learnt from the evaluation set as a whole: its why says so
+        out.append(f"  learnt from: {', '.join(sig.sources[:2])}")
     return out
 
 
@@ -99,13 +101,21 @@ def render(result: Diagnosis, name: str) -> str:
             " that no signature knows:"
         )
         lines += [f"  line {line.number}: {line.text}" for line in result.unrecognised]
+        if result.resembles:
+            likely = ", ".join(f"{code} {ExitCode(code).name} ({p:.0%})" for code, p in result.resembles)
+            lines.append(
+                f"  their words are most like real threads settled as {likely}: too weak a lead to name"
+            )
     lines.append("")
     code = result.code
+    check = "check it before acting on it"
+    if result.failures and result.failures[0].alternatives:
+        check = "check the 'or:' readings above before acting on it"
     if result.failures and resemblance.is_resemblance(result.failures[0]):
         lines.append(
             f"verdict: {int(code)} {code.name}: inferred by resemblance (no known signature matched and no"
             " line named a layer; the log's words are most like real threads with this cause): a lead, not a"
-            " finding: check the 'or:' readings above before acting on it"
+            f" finding: {check}"
         )
     elif result.failures and result.failures[0].inferred:
         lines.append(

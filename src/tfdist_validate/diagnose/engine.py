@@ -329,7 +329,8 @@ class Matcher:
         if self.dry_run is not None:
             evidence[DRY_RUN_CONTEXT] = [self.dry_run]
         version = None if self.tf_version is None else "{}.{}".format(*self.tf_version)
-        unknown = []
+        unknown: list[Line] = []
+        leads: list[tuple[int, float]] = []
         if self._tail is not None and self.dry_run is None and not any(f.is_failure for f in findings):
             tail = [Line(line.number, clean(line.text)) for line in self._tail.lines()]
             noted = {line.number for f in findings if not f.is_failure for line in f.lines}
@@ -345,10 +346,10 @@ class Matcher:
             inferred = layer_words.read(worded, set(self.evidence), self.tf_version)
             if inferred is None:
                 # no words name a layer either, yet lines read like a failure: what the log is most like
-                inferred = resemblance.read(tail, unknown)
+                inferred, leads = resemblance.read(tail, unknown)
             if inferred is not None:
                 findings.insert(0, inferred)
-        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown)
+        return Diagnosis(findings, evidence, self.lines_read, version, self.tf_version_line, unknown, leads)
 
 
 def _value_of(item: _Item, match: re.Match[str]) -> object:

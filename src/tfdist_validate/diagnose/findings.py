@@ -81,6 +81,9 @@ class Diagnosis:
     tf_version_line: Line | None = None
     # when nothing failed: the last failure-looking lines at the log's end that no entry knows (unrecognised)
     unrecognised: list[Line] = field(default_factory=list)
+    # and what their words are most like, where the resemblance model was too unsure to name a cause:
+    # (code, likelihood), likeliest first (resemblance.py)
+    resembles: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def failures(self) -> list[Finding]:
@@ -111,4 +114,8 @@ class Diagnosis:
             "warnings": [f.to_json() for f in self.warnings],
             "harmless": [f.to_json() for f in self.harmless],
             "unrecognised": [line.to_json() for line in self.unrecognised],
+            "unrecognised_resembles": [
+                {"code": code, "name": ExitCode(code).name, "likelihood": round(p, 2)}
+                for code, p in self.resembles
+            ],
         }

@@ -46,7 +46,8 @@ MIN_LIKELIHOOD = 0.55
 STACK_WORDS = re.compile(
     r"tensorflow|keras|cuda|cudnn|cublas|nvidia|gpu|nccl|driver|nvml|docker|container|wsl|xla|ptx", re.I
 )
-MIN_ALTERNATIVE = 0.05  # a code the model gives less than this is not worth naming
+MIN_ALTERNATIVE = 0.05  # a code the model gives less than this is not worth naming beside a finding
+MIN_LEAD = 0.15  # nor, under the unrecognised lines, as a weak lead where the model names no cause
 
 _MEANING = {info.code: info.meaning for info in TABLE}
 # What to do first for each code the model can name: the layer's usual first check (no line told the cause)
@@ -175,20 +176,26 @@ def _signature(code: ExitCode) -> Signature:
     )
 
 
-def read(tail: Sequence[Line], failing: Sequence[Line], model: Model | None = None) -> Finding | None:
-    """A finding for the code the words of `tail` (the log's last lines) are most like, when `failing` (the
-    tail's failure-looking lines no entry matched) is not empty; None when the likeliest reading is 'no
-    failure'."""
+def read(
+    tail: Sequence[Line], failing: Sequence[Line], model: Model | None = None
+) -> tuple[Finding | None, list[tuple[int, float]]]:
+    """What the words of `tail` (the log's last lines) are most like, read only when `failing` (the tail's
+    failure-looking lines no entry matched) is not empty and the tail names the GPU stack. A finding when the
+    model is at least MIN_LIKELIHOOD sure of a failure's code; otherwise the weak leads (the likeliest
+    failure codes, for the reader of the unrecognised lines; empty when none is worth naming)."""
     if not failing:
-        return None
+        return None, []
     model = model or load()
     text = "\n".join(line.text for line in tail)[-MAX_TEXT:]
     if not STACK_WORDS.search(text):
-        return None
+        return None, []
     reading = weigh(text, model)
     code, likelihood = reading.likelihoods[0]
-    if code == ExitCode.OK or likelihood < MIN_LIKELIHOOD:
-        return None
+    if code == ExitCode.OK:
+        return None, []  # most like a healthy run's words: nothing to lead to
+    if likelihood < MIN_LIKELIHOOD:
+        leads = [(c, p) for c, p in reading.likelihoods[: 1 + ALTERNATIVES] if c != ExitCode.OK]
+        return None, [(c, p) for c, p in leads if p >= MIN_LEAD]
     others = [
         f"{c} {ExitCode(c).name} ({p:.0%})"
         for c, p in reading.likelihoods[1 : 1 + ALTERNATIVES]
@@ -204,4 +211,4 @@ def read(tail: Sequence[Line], failing: Sequence[Line], model: Model | None = No
         f" them; the words that weighed most: {words}), so the cause is inferred by resemblance, not"
         " recognised"
     )
-    return finding
+    return finding, []
