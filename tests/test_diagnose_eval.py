@@ -404,14 +404,15 @@ def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines(
     assert _script().without_printed_lines() == {j["id"] for j in judged if not j["printed"]}
 
 
-def test_the_blind_reading_covers_held10_to_held12_once_with_contract_codes(capsys: Any) -> None:
-    """blind.yaml: one reading per excerpt of held10..held12, each a code of the contract's table with its
-    reason; the scorer's --blind reports the reader's figure beside diagnose's on those excerpts only."""
+def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any) -> None:
+    """blind.yaml: one reading per excerpt of held10..held12 and held20..held21, each a code of the contract's
+    table with its reason; the scorer's --blind reports the reader's figure beside diagnose's on those excerpts
+    only."""
     from tfdist_validate.exitcodes import ExitCode
 
     script = _script()
     readings = script.blind_readings()
-    read = {e["id"] for e in EVAL if e["half"] in ("held10", "held11", "held12")}
+    read = {e["id"] for e in EVAL if e["half"] in ("held10", "held11", "held12", "held20", "held21")}
     assert set(readings) == read
     codes = {int(code) for code in ExitCode}
     for reading in readings.values():
