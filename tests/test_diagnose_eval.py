@@ -405,9 +405,9 @@ def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines(
 
 
 def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any) -> None:
-    """blind.yaml: one reading per excerpt of held10..held12 and held20..held21, each a code of the contract's
-    table with its reason; the scorer's --blind reports the reader's figure beside diagnose's on those excerpts
-    only."""
+    """blind.yaml: one reading per excerpt of held10..held12 and held20..held21, each a code of the
+    contract's table with its reason; the scorer's --blind reports the reader's figure beside diagnose's on
+    those excerpts only."""
     from tfdist_validate.exitcodes import ExitCode
 
     script = _script()

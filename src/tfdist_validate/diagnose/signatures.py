@@ -42,6 +42,7 @@ CONTEXT_WORDS = {
     "linux": "Linux (a bash prompt, an ELF library or a Linux-only path)",
     "collective": "GPUs being joined for collectives (NCCL's lines, the CUDA P2P sample or nccl-tests)",
     "container-build": "a container image build (docker / podman build: its RUN steps never get a GPU)",
+    "overclock": "a GPU run above its stock clocks or below its stock voltage",
 }
 CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
