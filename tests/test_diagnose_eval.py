@@ -350,8 +350,9 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     The model speaks only where the log names the GPU stack: two answers it had learnt by heart went (a
     TensorRT plugin's and frigate's traceback name none of it; held10 124/137, held14 57/72). held21,
     collected apart after held20 was scored, scored 41/59 on round 23's code and on round 24's final code
-    alike; the model then learnt from it too (42/59). A change that loses a right answer on any half fails
-    here."""
+    alike; the model then learnt from it too (42/59). Round 25 read both: PaddlePaddle's "CUDA device is not
+    set properly" in a container told in Chinese (held21 43/59). A change that loses a right answer on any
+    half fails here."""
     script = _script()
     floors = (
         ("read", 64),
@@ -375,7 +376,7 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
         ("held18", 135),
         ("held19", 59),
         ("held20", 79),
-        ("held21", 42),
+        ("held21", 43),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
