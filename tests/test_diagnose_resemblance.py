@@ -15,11 +15,12 @@ from tfdist_validate.diagnose import diagnose, resemblance
 from tfdist_validate.diagnose.findings import Line
 from tfdist_validate.exitcodes import ExitCode
 
-MODEL_FILE = REPO / "src" / "tfdist_validate" / "diagnose" / "resemblance.json"
-
 
 def _trainer() -> Any:
     return script_module("scripts/train_resemblance.py")
+
+
+MODEL_FILE = _trainer().MODEL  # where the trainer writes the model the package ships
 
 
 def test_the_model_never_learnt_from_a_half_not_yet_scored() -> None:

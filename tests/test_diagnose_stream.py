@@ -21,9 +21,8 @@ EVAL = yaml.safe_load((FIXTURES / "diagnose_eval" / "excerpts.yaml").read_text(e
 # Every half, the held-back sets included: each has been scored once, at the end of its round
 # (tests/fixtures/diagnose_eval/README.md); a next round's held-back set must be left out here until it is.
 LOGS = [(e.get("context", "") + "\n" + e["line"]).strip("\n") for e in REAL]
-LOGS += [
-    e["log"] for e in EVAL if e["half"] not in script_module("benchmarks/diagnose_eval.py").NOT_YET_SCORED
-]  # a next set, until it is scored
+NOT_YET_SCORED = script_module("benchmarks/diagnose_eval.py").NOT_YET_SCORED  # a next set, until it is scored
+LOGS += [e["log"] for e in EVAL if e["half"] not in NOT_YET_SCORED]
 LOGS += [p.read_text(encoding="utf-8") for p in sorted((FIXTURES / "logs").glob("*.log"))]
 
 

@@ -13,7 +13,6 @@ from tfdist_validate.diagnose.findings import Diagnosis, Finding
 from tfdist_validate.diagnose.reader import open_log
 from tfdist_validate.diagnose.resolve import OUT_OF_MEMORY
 from tfdist_validate.diagnose.signatures import CONTEXT_WORDS
-from tfdist_validate.exitcodes import ExitCode
 
 _WIDTH = 100
 # what each context is called in the report; the CPU dry run is the engine's own marker, not a table context
@@ -102,9 +101,9 @@ def render(result: Diagnosis, name: str) -> str:
         )
         lines += [f"  line {line.number}: {line.text}" for line in result.unrecognised]
         if result.resembles:
-            likely = ", ".join(f"{code} {ExitCode(code).name} ({p:.0%})" for code, p in result.resembles)
             lines.append(
-                f"  their words are most like real threads settled as {likely}: too weak a lead to name"
+                f"  their words are most like real threads settled as {resemblance.named(result.resembles)}:"
+                " too weak a lead to name"
             )
     lines.append("")
     code = result.code

@@ -136,22 +136,25 @@ def weigh(text: str, model: Model) -> Reading:
     values = {word: (1.0 + math.log(n)) * model.words[word][0] for word, n in counts.items()}
     norm = math.sqrt(sum(v * v for v in values.values())) or 1.0
     scores = list(model.intercept)
-    pushes: list[dict[str, float]] = [{} for _ in model.classes]
     for word, value in values.items():
-        weights = model.words[word]
-        for k in range(len(model.classes)):
-            push = value / norm * weights[k + 1]
-            scores[k] += push
-            pushes[k][word] = push
+        for k, weight in enumerate(model.words[word][1:]):
+            scores[k] += value / norm * weight
     top = max(scores)
     exps = [math.exp(s - top) for s in scores]
     total = sum(exps)
     likelihoods = sorted(
         ((code, e / total) for code, e in zip(model.classes, exps, strict=True)), key=lambda p: -p[1]
     )
-    best = model.classes.index(likelihoods[0][0])
-    weighed = [w for w, p in sorted(pushes[best].items(), key=lambda item: -item[1]) if p > 0][:TOP_WORDS]
+    # how hard each word pushed toward the likeliest code: its weight there times its (normalised) value
+    best = 1 + model.classes.index(likelihoods[0][0])
+    pushes = {word: value * model.words[word][best] for word, value in values.items()}
+    weighed = [w for w, p in sorted(pushes.items(), key=lambda item: -item[1]) if p > 0][:TOP_WORDS]
     return Reading(likelihoods, weighed)
+
+
+def named(likelihoods: Sequence[tuple[int, float]]) -> str:
+    """Codes with their likelihoods as the report names them: 13 DRIVER_TOO_OLD (42%), 10 NO_DRIVER (20%)."""
+    return ", ".join(f"{code} {ExitCode(code).name} ({p:.0%})" for code, p in likelihoods)
 
 
 ID_PREFIX = "resembles-"
@@ -196,14 +199,10 @@ def read(
     if likelihood < MIN_LIKELIHOOD:
         leads = [(c, p) for c, p in reading.likelihoods[: 1 + ALTERNATIVES] if c != ExitCode.OK]
         return None, [(c, p) for c, p in leads if p >= MIN_LEAD]
-    others = [
-        f"{c} {ExitCode(c).name} ({p:.0%})"
-        for c, p in reading.likelihoods[1 : 1 + ALTERNATIVES]
-        if p >= MIN_ALTERNATIVE
-    ]
+    others = [(c, p) for c, p in reading.likelihoods[1 : 1 + ALTERNATIVES] if p >= MIN_ALTERNATIVE]
     finding = Finding(_signature(ExitCode(code)), ExitCode(code), list(failing[:MAX_SHOWN]), len(failing))
     finding.inferred = True
-    finding.alternatives = ", ".join(others)
+    finding.alternatives = named(others)
     words = ", ".join(repr(w) for w in reading.weighed) or "none in particular"
     finding.why = (
         "no known signature matched this log and no line named a layer; the words of its last lines are most"
