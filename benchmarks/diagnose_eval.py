@@ -177,11 +177,17 @@ def named_alternatives(alternatives: str) -> set[int]:
 
 
 def score(
-    entries: list[dict[str, Any]], show_misses: bool, with_alternatives: list[int] | None = None
+    entries: list[dict[str, Any]],
+    show_misses: bool,
+    with_alternatives: list[int] | None = None,
+    named_causes: dict[str, list[int]] | None = None,
 ) -> tuple[int, int, dict[str, list[int]]]:
     """Top-1: the code `diagnose` returns must be the thread's. `with_alternatives`, when given, also counts
     the misses whose right code the failures name among their alternatives (a second figure, never the
-    measure: an operator reads the top answer first)."""
+    measure: an operator reads the top answer first). `named_causes`, when given, counts how often a cause
+    `diagnose` named (a non-zero code) was the thread's, apart for the findings read from the table and
+    layer words ("read") and those inferred by resemblance ("inferred"): the precision an operator relies on
+    when the tool does speak, which the top-1 figure hides behind its silent answers."""
     from tfdist_validate.diagnose import diagnose
 
     per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -193,6 +199,10 @@ def score(
         right += ok
         per[entry["category"]][0] += ok
         per[entry["category"]][1] += 1
+        if named_causes is not None and got != 0:
+            how = "inferred" if any(f.inferred for f in result.failures) else "read"
+            named_causes[how][0] += ok
+            named_causes[how][1] += 1
         if with_alternatives is not None and not ok:
             named = set().union(*(named_alternatives(f.alternatives) for f in result.failures))
             with_alternatives.append(entry["expected"] in named)
@@ -273,13 +283,17 @@ def main() -> int:
         prose_only = without_printed_lines()
         chosen = [e for e in chosen if e["id"] not in prose_only]
     named: list[int] = []
-    right, total, per = score(chosen, args.show_misses, named)
+    causes: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    right, total, per = score(chosen, args.show_misses, named, causes)
     label = f"{args.half} (printed lines only)" if args.printed_only else args.half
     print(f"{label}: {right}/{total} = {right / total:.2f}")
     for category in sorted(per):
         ok, n = per[category]
         print(f"  {category:<20} {ok:>3}/{n:<3} {ok / n:.2f}")
     print(f"  (misses whose right code the findings name as an alternative: {sum(named)} of {len(named)})")
+    for how in ("read", "inferred"):
+        ok, n = causes[how]
+        print(f"  (causes named, {how}: right {ok} of {n}{f' = {ok / n:.2f}' if n else ''})")
     return 0
 
 

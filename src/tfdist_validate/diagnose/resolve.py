@@ -12,8 +12,9 @@ from tfdist_validate.exitcodes import ExitCode
 # A container on a WSL2 host (Docker Desktop, or docker inside a WSL2 distro) gets its GPU only through WSL2's
 # passthrough (/dev/dxg and /usr/lib/wsl/lib mounted in): there a driver-level failure is read as WSL2 first,
 # and the container reading is named as the alternative. The GPU's own state comes before any place: only a
-# kernel fault reads an overclock, wherever the GPU runs.
-_CONTEXT_PRIORITY = ("overclock", "wsl2", "container", "windows", "macos")
+# kernel fault reads an overclock, wherever the GPU runs. A machine said to have no NVIDIA GPU comes after the
+# places: WSL2's passthrough and a container's GPU request come before the owner's account of the hardware.
+_CONTEXT_PRIORITY = ("overclock", "wsl2", "container", "windows", "macos", "no-nvidia-gpu")
 
 
 def docker_on_windows(evidence: dict[str, list[Line]]) -> None:

@@ -43,6 +43,7 @@ CONTEXT_WORDS = {
     "collective": "GPUs being joined for collectives (NCCL's lines, the CUDA P2P sample or nccl-tests)",
     "container-build": "a container image build (docker / podman build: its RUN steps never get a GPU)",
     "overclock": "a GPU run above its stock clocks or below its stock voltage",
+    "no-nvidia-gpu": "a machine whose owner says it has no NVIDIA GPU",
 }
 CONTEXTS = tuple(CONTEXT_WORDS)
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
