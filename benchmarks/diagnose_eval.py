@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses] [--layer-words]
-       (HALF: read|held|held2|...|held23|all)
+       (HALF: read|held|held2|...|held24|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -60,7 +60,8 @@ scored on round 22's code and on round 23's. `held20` (four collectors, round 24
 23's code and once on round 24's (the resemblance model, learnt without it). `held21` (three collectors,
 collected after held20 was scored) was scored once on round 23's code and once on round 24's final code.
 `held22` (two collectors, collected while round 25 read held20 and held21) was scored once on round 25's
-final code. `held23` is a name kept for a next set.
+final code. `held23` (three collectors, collected while round 26 read held21 and held22) was scored once on
+round 25's final code and once on round 26's. `held24` is a name kept for a next set.
 """
 
 from __future__ import annotations
@@ -75,12 +76,12 @@ from typing import Any
 
 import yaml
 
-# the held-back sets collected after the first round's split, one per round, held2 .. held23 (held23 is the
+# the held-back sets collected after the first round's split, one per round, held2 .. held24 (held24 is the
 # name kept for a next set): never re-split, each scored as collected
-LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 24))
+LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 25))
 # the sets collected but not scored yet: nothing may learn from them or run `diagnose` on them before their
 # one unseen score (the resemblance model's trainer leaves them out, test_diagnose_stream.py skips them)
-NOT_YET_SCORED = ("held23",)
+NOT_YET_SCORED = ("held24",)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
