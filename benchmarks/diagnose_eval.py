@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses] [--layer-words]
-       (HALF: read|held|held2|...|held25|all)
+       (HALF: read|held|held2|...|held26|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -62,8 +62,9 @@ collected after held20 was scored) was scored once on round 23's code and once o
 `held22` (two collectors, collected while round 25 read held20 and held21) was scored once on round 25's
 final code. `held23` (three collectors, collected while round 26 read held21 and held22) was scored once on
 round 25's final code and once on round 26's. `held24` (three collectors, collected while round 27's code
-stood on main) was scored once on round 27's final code and once on round 26's. `held25` is a name kept for a
-next set.
+stood on main) was scored once on round 27's final code and once on round 26's. `held25` (two collectors,
+the session's last look-ups) was scored once on round 28's code and once on round 27's. `held26` is a name
+kept for a next set.
 """
 
 from __future__ import annotations
@@ -78,12 +79,12 @@ from typing import Any
 
 import yaml
 
-# the held-back sets collected after the first round's split, one per round, held2 .. held25 (held25 is the
+# the held-back sets collected after the first round's split, one per round, held2 .. held26 (held26 is the
 # name kept for a next set): never re-split, each scored as collected
-LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 26))
+LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 27))
 # the sets collected but not scored yet: nothing may learn from them or run `diagnose` on them before their
 # one unseen score (the resemblance model's trainer leaves them out, test_diagnose_stream.py skips them)
-NOT_YET_SCORED = ("held25",)
+NOT_YET_SCORED = ("held26",)
 EVAL = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "diagnose_eval" / "excerpts.yaml"
 # which earlier excerpts hold no line a program printed (only the user's words or typed commands), judged by a
 # reader who never saw what `diagnose` made of them; held10 on was collected under that rule (README.md there)
