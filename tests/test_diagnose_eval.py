@@ -337,6 +337,15 @@ def test_twenty_fifth_held_back_set_is_what_was_collected() -> None:
     assert held25["cuda-libs"] == 9 and held25["oom"] == 8 and "collective" not in held25
 
 
+def test_twenty_sixth_held_back_set_is_what_was_collected() -> None:
+    """held26: 83 excerpts from four collectors (r 24, s 22, t 13, u 24; 64-166 look-ups used of 150-200),
+    collected while round 29's code stood on main and never run through `diagnose` before it was scored;
+    settled collective threads were nearly used up (3), research repos' out-of-memory threads not (20)."""
+    held26 = Counter(e["category"] for e in EVAL if e["half"] == "held26")
+    assert sum(held26.values()) == 83
+    assert held26["oom"] == 20 and held26["no-driver"] == 17 and held26["collective"] == 3
+
+
 def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     """Floors, not targets: the read half was measured while signatures were written, the held half once at
     the end (56/66 and 50/59, README; held 51/59 after round 2 learnt from it).
