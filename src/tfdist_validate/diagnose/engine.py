@@ -40,6 +40,8 @@ MAX_MATCH_CHARS = CHUNK  # longer lines are matched as several pieces with the s
 THEN_LOOKAHEAD = 3  # a `then` pattern must match within this many non-blank lines after its first line
 MAX_SHOWN_CHARS = 240
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# a markdown task-list item left unticked: the options of an issue template the user did not choose
+_UNTICKED = re.compile(r"[-*+] \[ \] ")
 # The timestamp TensorFlow / absl put first on each line: lines differing only by it match the same entries,
 # so what the rest of such a line matched is remembered (verbose logs repeat some notices thousands of times).
 _STAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[.,]\d+:? |[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ ")
@@ -272,6 +274,8 @@ class Matcher:
             if then is not None and len(hits.lines) < MAX_LINES_KEPT:
                 hits.lines.append(then)
         elif isinstance(item, Evidence):
+            if _UNTICKED.match(line.text):
+                return  # an issue template's option left unticked ("- [ ] Linux in WSL") is not this machine
             seen = self.evidence.setdefault(item.context, [])
             if len(seen) < MAX_LINES_KEPT:
                 seen.append(line)
