@@ -424,8 +424,9 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     code (and on round 27's); round 29 read it (33/37). held26, collected apart while round 29's code stood on
     main, scored 64/83 on it (and on round 28's); the model then learnt from it too (72/83), and round 30 read
     it (75/83). held27, collected apart while round 30's code stood on main, scored 39/45 on it (and on round
-    29's); the model then learnt from it too (40/45). A change that loses a right answer on any half fails
-    here."""
+    29's); the model then learnt from it too (40/45). held28, collected apart while round 31's code stood on
+    main, scored 9/16 on it (and on round 30's); the model then learnt from it too (15/16). A change that
+    loses a right answer on any half fails here."""
     script = _script()
     floors = (
         ("read", 64),
@@ -456,6 +457,7 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
         ("held25", 33),
         ("held26", 75),
         ("held27", 40),
+        ("held28", 15),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
@@ -485,7 +487,7 @@ def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines(
 
 
 def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any) -> None:
-    """blind.yaml: one reading per excerpt of held10..held12, held20..held21 and held23..held27, each a code
+    """blind.yaml: one reading per excerpt of held10..held12, held20..held21 and held23..held28, each a code
     of the contract's table with its reason; the scorer's --blind reports the reader's figure beside
     diagnose's on those excerpts only."""
     from tfdist_validate.exitcodes import ExitCode
@@ -503,6 +505,7 @@ def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any)
         "held25",
         "held26",
         "held27",
+        "held28",
     )
     read = {e["id"] for e in EVAL if e["half"] in blind_sets}
     assert set(readings) == read
