@@ -30,6 +30,17 @@ def test_torchs_cudnn_binding_without_cudnn_is_a_missing_cuda_library(line: str)
     assert diagnosed_code(line) == ExitCode.TF_NO_GPU
 
 
+def test_torchs_cudnn_binding_without_cudnn_in_a_container_is_still_the_images_library() -> None:
+    # cuDNN is a user-space library: the container toolkit never injects it, so a container's prompt changes
+    # nothing (the prompt is made up; the binding's line is jcjohnson/neural-style#247's)
+    lines = (
+        "root@3f2a1b4c5d6e:/workspace# th neural_style.lua -gpu 0 -backend cudnn",
+        "/usr/local/share/lua/5.1/cudnn/ffi.lua:1599: 'libcudnn (R5) not found in library path.",
+    )
+    assert "container" in diagnose("\n".join(lines)).evidence
+    assert diagnosed_code(*lines) == ExitCode.TF_NO_GPU
+
+
 @pytest.mark.parametrize(
     "lines",
     [
