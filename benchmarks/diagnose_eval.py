@@ -1,7 +1,7 @@
 """Score `diagnose` on the real excerpts of tests/fixtures/diagnose_eval/excerpts.yaml, per category.
 
 Usage: python benchmarks/diagnose_eval.py [--half HALF] [--show-misses] [--layer-words]
-       (HALF: read|held|held2|...|held31|all)
+       (HALF: read|held|held2|...|held32|all)
        python benchmarks/diagnose_eval.py --split   (writes each excerpt's half; once, before any signature)
 
 The split is stratified: within each category the excerpts are ordered by the SHA-256 of their id and dealt
@@ -68,8 +68,9 @@ collectors, collected while round 29's code stood on main) was scored once on ro
 round 28's; `held27` (three collectors) on round 30's and round 29's; `held28` (two collectors, out of memory
 left out) on round 31's and round 30's; `held29` (six collectors, out of memory left out) on round 32's, which
 was round 31's code unchanged; `held30` (four collectors, collected while round 33 read held29) on round 33's
-code and on round 32's (every answer the same). The last name in LATER_ROUNDS is the one kept for a next set
-(NOT_YET_SCORED).
+code and on round 32's (every answer the same); `held31` (two collectors, the session's last look-ups) on
+round 34's code and on round 33's (every answer the same). The last name in LATER_ROUNDS is the one kept for a
+next set (NOT_YET_SCORED).
 """
 
 from __future__ import annotations
@@ -84,9 +85,9 @@ from typing import Any
 
 import yaml
 
-# the held-back sets collected after the first round's split, one per round, held2 .. held31 (the last is the
+# the held-back sets collected after the first round's split, one per round, held2 .. held32 (the last is the
 # name kept for a next set): never re-split, each scored as collected
-LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 32))
+LATER_ROUNDS = tuple(f"held{n}" for n in range(2, 33))
 # the sets collected but not scored yet: nothing may learn from them or run `diagnose` on them before their
 # one unseen score (the resemblance model's trainer leaves them out, test_diagnose_stream.py skips them). Only
 # the last round's name can be one (each set is scored before the next is named), so it follows LATER_ROUNDS:

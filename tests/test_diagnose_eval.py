@@ -458,7 +458,9 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
     apart while round 32's code stood on main, scored 39/58 on it; the model then learnt from it too (47/58),
     and round 33 read it (48/58 once the model learnt held30 too). held30, collected apart while round 33 read
     held29, scored 33/47 on round 33's code (and on round 32's); round 34 read it (34/47) and the model then
-    learnt from it too (39/47). A change that loses a right answer on any half fails here."""
+    learnt from it too (39/47). held31, collected apart while round 34's code stood on main, scored 6/9 on it
+    (and on round 33's); the model then learnt from it too (7/9). A change that loses a right answer on any
+    half fails here."""
     script = _script()
     floors = (
         ("read", 64),
@@ -492,6 +494,7 @@ def test_accuracy_does_not_fall_below_what_was_measured() -> None:
         ("held28", 15),
         ("held29", 48),
         ("held30", 39),
+        ("held31", 7),
     )
     for half, floor in floors:
         right, total, _ = script.score([e for e in EVAL if e["half"] == half], show_misses=False)
@@ -521,7 +524,7 @@ def test_every_excerpt_collected_before_held10_is_judged_once_for_printed_lines(
 
 
 def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any) -> None:
-    """blind.yaml: one reading per excerpt of held10..held12, held20..held21 and held23..held30, each a code
+    """blind.yaml: one reading per excerpt of held10..held12, held20..held21 and held23..held31, each a code
     of the contract's table with its reason; the scorer's --blind reports the reader's figure beside
     diagnose's on those excerpts only."""
     from tfdist_validate.exitcodes import ExitCode
@@ -542,6 +545,7 @@ def test_the_blind_reading_covers_its_sets_once_with_contract_codes(capsys: Any)
         "held28",
         "held29",
         "held30",
+        "held31",
     )
     read = {e["id"] for e in EVAL if e["half"] in blind_sets}
     assert set(readings) == read
